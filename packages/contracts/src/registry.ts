@@ -1,0 +1,107 @@
+import type { TSchema } from "@sinclair/typebox";
+import * as A from "./schemas/auto-mode.js";
+import * as H from "./schemas/host.js";
+
+/** Base of every schema `$id`. The files ship in this package under `schemas/`. */
+export const SCHEMA_ID_BASE = "https://asp-toolkit.dev/schemas/v1/";
+
+interface Definition {
+  readonly schema: TSchema;
+  readonly title: string;
+  readonly description: string;
+}
+
+const def = (schema: TSchema, title: string, description: string): Definition => ({ schema, title, description });
+
+/** Every published schema by name; the file is `schemas/<name>.schema.json`. */
+const DEFINITIONS = {
+  verdict: def(H.VerdictSchema, "Decision Envelope", "A host-produced decision (legacy name: verdict), host obligations §1."),
+  assurance: def(H.AssuranceSchema, "Assurance report", "Assurance modes, transaction guarantees and degradation reasons, host obligations §2, §3, §6."),
+  diagnostic: def(H.DiagnosticSchema, "Diagnostic", "A provider-reported diagnostic with a namespaced code and a content fingerprint."),
+  assessment: def(H.AssessmentSchema, "Assessment", "A check provider's provider-owned answer to check/assess."),
+  "edit-plan": def(H.EditPlanSchema, "EditPlan", "A structured, baseline-bound edit proposal with per-file preconditions, host obligations §6."),
+  "audit-receipt": def(H.AuditReceiptSchema, "Audit receipt", "The durable record of one host decision."),
+  "apply-receipt": def(H.ApplyReceiptSchema, "Apply receipt", "The durable record of one mediated apply, host obligations §6."),
+  "provider-manifest": def(H.ProviderManifestSchema, "Provider manifest", "Trusted, installed provider launch configuration, host obligations §2."),
+  "plugin-manifest": def(H.PluginManifestSchema, "Plugin manifest", "A plugin's own manifest, covered by its digest and signature."),
+  policy: def(H.PolicySchema, "Trusted policy", "Requirements, pinned providers, grants, severity caps, fail-policy, assurance, plugins, permissions, budgets."),
+  "host-status": def(H.HostStatusSchema, "Host status", "host/status: per-provider and per-capability-family state and health."),
+  "dogfood-report": def(H.DogfoodReportSchema, "Dogfood report", "Per-capability dogfood evidence, host obligations §9."),
+  "auto-mode-config": def(A.AutoModeConfigSchema, "Auto Mode configuration", "Selection, stage flags and budget tightenings as one source states them."),
+  "auto-run": def(A.AutoRunSchema, "Auto Run", "One Auto Run: identity, frozen selection and budgets, state."),
+  candidate: def(A.CandidateSchema, "Candidate", "An immutable candidate bound to its Evidence Snapshot."),
+  "evidence-snapshot": def(A.EvidenceSnapshotSchema, "Evidence Snapshot", "The immutable evidence a candidate is reviewed against."),
+  "review-run": def(A.ReviewRunSchema, "Review run", "A Reviewer run with its bounded attempts."),
+  finding: def(A.FindingSchema, "Finding", "A review finding: content fingerprint plus per-run identity."),
+  "repair-run": def(A.RepairRunSchema, "Repair run", "A bounded Repair Run from a committed checkpoint."),
+  "guardian-assessment": def(A.GuardianAssessmentSchema, "Guardian assessment", "A Guardian assessment bound to an exact action digest."),
+  "budget-ledger": def(A.BudgetLedgerSchema, "Budget ledger", "Frozen limits, consumed counters and circuits of a run."),
+  "terminal-record": def(A.TerminalRecordSchema, "Terminal record", "The committed terminal fact of an Auto Run."),
+  "event-auto-run-started": def(A.AutoRunStartedEventSchema, "auto_run_started", "Auto Mode event."),
+  "event-candidate-ready": def(A.CandidateReadyEventSchema, "candidate_ready", "Auto Mode event."),
+  "event-auto-audit-started": def(A.AutoAuditStartedEventSchema, "auto_audit_started", "Auto Mode audit event (result or permission review)."),
+  "event-auto-audit-completed": def(A.AutoAuditCompletedEventSchema, "auto_audit_completed", "Auto Mode audit completion with assessment_digest."),
+  "event-repair-started": def(A.RepairStartedEventSchema, "repair_started", "Auto Mode event."),
+  "event-repair-completed": def(A.RepairCompletedEventSchema, "repair_completed", "Auto Mode event."),
+  "event-auto-run-terminal": def(A.AutoRunTerminalEventSchema, "auto_run_terminal", "Auto Mode terminal event."),
+} as const satisfies Record<string, Definition>;
+
+/** Name of a published schema. */
+export type SchemaName = keyof typeof DEFINITIONS;
+
+/** The TS type each schema describes (derived from the schema itself, so they cannot drift). */
+export interface SchemaTypes {
+  verdict: H.DecisionEnvelope;
+  assurance: H.AssuranceReport;
+  diagnostic: H.Diagnostic;
+  assessment: H.Assessment;
+  "edit-plan": H.EditPlan;
+  "audit-receipt": H.AuditReceipt;
+  "apply-receipt": H.ApplyReceipt;
+  "provider-manifest": H.ProviderManifest;
+  "plugin-manifest": H.PluginManifest;
+  policy: H.Policy;
+  "host-status": H.HostStatus;
+  "dogfood-report": H.DogfoodReport;
+  "auto-mode-config": A.AutoModeConfig;
+  "auto-run": A.AutoRun;
+  candidate: A.Candidate;
+  "evidence-snapshot": A.EvidenceSnapshot;
+  "review-run": A.ReviewRun;
+  finding: A.Finding;
+  "repair-run": A.RepairRun;
+  "guardian-assessment": A.GuardianAssessment;
+  "budget-ledger": A.BudgetLedger;
+  "terminal-record": A.TerminalRecord;
+  "event-auto-run-started": A.AutoRunStartedEvent;
+  "event-candidate-ready": A.CandidateReadyEvent;
+  "event-auto-audit-started": A.AutoAuditStartedEvent;
+  "event-auto-audit-completed": A.AutoAuditCompletedEvent;
+  "event-repair-started": A.RepairStartedEvent;
+  "event-repair-completed": A.RepairCompletedEvent;
+  "event-auto-run-terminal": A.AutoRunTerminalEvent;
+}
+
+/** Every schema name, in publication order. */
+export const SCHEMA_NAMES = Object.freeze(Object.keys(DEFINITIONS)) as ReadonlyArray<SchemaName>;
+
+/** True when `name` is a published schema name. */
+export function isSchemaName(name: string): name is SchemaName {
+  return Object.hasOwn(DEFINITIONS, name);
+}
+
+/**
+ * The standalone JSON Schema 2020-12 document for `name`, exactly as published in
+ * `schemas/<name>.schema.json` (plain JSON: no TypeBox symbols).
+ */
+export function schemaDocument(name: SchemaName): Record<string, unknown> {
+  const { schema, title, description } = DEFINITIONS[name];
+  const body = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  return {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    $id: `${SCHEMA_ID_BASE}${name}.schema.json`,
+    title,
+    description,
+    ...body,
+  };
+}

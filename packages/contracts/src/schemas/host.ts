@@ -1,0 +1,547 @@
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  APPLY_OUTCOMES,
+  ASSESSMENT_STATUSES,
+  CALL_SITES,
+  CAPABILITY_FAMILIES,
+  DECISIONS,
+  DISPOSITIONS,
+  FAIL_CLASSES,
+  PERMISSION_OUTCOMES,
+  PLUGIN_CAPABILITIES,
+  PLUGIN_KINDS,
+  PROVIDER_STATES,
+} from "../vocabularies.js";
+import {
+  AbsPath,
+  AssuranceBlock,
+  AssuranceModeT,
+  AuthorityEvidence,
+  Brand,
+  CallSiteMap,
+  CapabilityFamilyT,
+  Closed,
+  Coverage,
+  DegradationReasonT,
+  DegradedEntry,
+  DiagnosticCode,
+  DiagnosticSource,
+  Digest,
+  Id,
+  Json,
+  ProviderRef,
+  ProviderStateT,
+  RelPath,
+  requires,
+  SemVer,
+  SeverityT,
+  StringEnum,
+  Timestamp,
+  TransactionGuaranteeT,
+  ValidAsOf,
+} from "./common.js";
+
+const CallSiteT = StringEnum(CALL_SITES);
+const DecisionT = StringEnum(DECISIONS);
+
+// ------------------------------------------------------------------ provider-owned shapes
+
+const Position = Type.Object(
+  { line: Type.Integer({ minimum: 0 }), character: Type.Integer({ minimum: 0 }) },
+  Closed,
+);
+
+/** A provider-reported diagnostic. Its code must be namespaced under a declared source (host §4). */
+export const DiagnosticSchema = Type.Object(
+  {
+    source: DiagnosticSource,
+    code: DiagnosticCode,
+    severity: SeverityT,
+    message: Type.String({ minLength: 1, maxLength: 10_000 }),
+    range: Type.Optional(Type.Object({ path: RelPath, start: Position, end: Position }, Closed)),
+    fingerprint: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: "stable, content-based identity within this diagnosticSource",
+    }),
+    codeDescription: Type.Optional(Type.Object({ href: Type.String({ format: "uri" }) }, Closed)),
+    help: Type.Optional(Type.String({ maxLength: 10_000 })),
+    fix: Type.Optional(
+      Type.Object({ description: Type.String({ minLength: 1, maxLength: 2000 }), proposalId: Type.Optional(Id) }, Closed),
+    ),
+    tags: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 32 })),
+    data: Type.Optional(Json),
+  },
+  Closed,
+);
+export type Diagnostic = Static<typeof DiagnosticSchema>;
+
+/**
+ * What a check provider returns for `check/assess`: provider-owned fields only. A decision,
+ * verdict, disposition, grant, assurance mode or transaction guarantee anywhere makes it
+ * malformed (see `findHostOwnedFields`).
+ */
+export const AssessmentSchema = Type.Object(
+  {
+    provider: ProviderRef,
+    requestId: Id,
+    status: StringEnum(ASSESSMENT_STATUSES),
+    validAsOf: ValidAsOf,
+    diagnostics: Type.Array(DiagnosticSchema, { maxItems: 10_000 }),
+    coverage: Type.Optional(
+      Type.Object(
+        {
+          sources: Type.Array(DiagnosticSource, { uniqueItems: true }),
+          paths: Type.Optional(Type.Integer({ minimum: 0 })),
+          missing: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10_000 })),
+        },
+        Closed,
+      ),
+    ),
+    error: Type.Optional(
+      Type.Object({ code: Type.String({ minLength: 1, maxLength: 128 }), message: Type.String({ maxLength: 10_000 }) }, Closed),
+    ),
+    metrics: Type.Optional(Type.Object({ durationMs: Type.Optional(Type.Number({ minimum: 0 })) }, Closed)),
+  },
+  {
+    ...Closed,
+    allOf: [
+      // status "error" must say what failed; "unsupported" is a capability gap, not an error.
+      { if: { properties: { status: { const: "error" } } }, then: requires("error") },
+    ],
+  },
+);
+export type Assessment = Static<typeof AssessmentSchema>;
+
+const Precondition = Type.Object(
+  { path: RelPath, blob: Type.Union([Digest, Type.Literal("absent")]) },
+  { ...Closed, description: "the blob the path must hold (or `absent`) for the operation to apply" },
+);
+
+const EditOperation = Type.Union([
+  Type.Object(
+    {
+      op: Type.Literal("replace"),
+      path: RelPath,
+      oldText: Type.String(),
+      newText: Type.String(),
+      occurrence: Type.Optional(Type.Integer({ minimum: 1 })),
+    },
+    Closed,
+  ),
+  Type.Object(
+    {
+      op: Type.Literal("multi_replace"),
+      path: RelPath,
+      edits: Type.Array(Type.Object({ oldText: Type.String(), newText: Type.String() }, Closed), {
+        minItems: 1,
+        maxItems: 1000,
+      }),
+    },
+    Closed,
+  ),
+  Type.Object(
+    {
+      op: Type.Literal("search_replace"),
+      path: RelPath,
+      pattern: Type.String({ minLength: 1, maxLength: 10_000 }),
+      flags: Type.Optional(Type.String({ pattern: "^[gimsuy]*$" })),
+      replacement: Type.String(),
+    },
+    Closed,
+  ),
+  Type.Object(
+    {
+      op: Type.Literal("create"),
+      path: RelPath,
+      content: Type.String(),
+      encoding: Type.Optional(StringEnum(["utf8", "base64"])),
+      mode: Type.Optional(StringEnum(["100644", "100755"])),
+    },
+    Closed,
+  ),
+  Type.Object({ op: Type.Literal("rename"), from: RelPath, to: RelPath }, Closed),
+  Type.Object({ op: Type.Literal("delete"), path: RelPath }, Closed),
+]);
+
+/** A structured edit proposal bound to a baseline, with per-file preconditions (host §6). */
+export const EditPlanSchema = Type.Object(
+  {
+    proposalId: Id,
+    provider: ProviderRef,
+    validAsOf: ValidAsOf,
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    preconditions: Type.Array(Precondition, { minItems: 1, maxItems: 10_000 }),
+    operations: Type.Array(EditOperation, { minItems: 1, maxItems: 10_000 }),
+  },
+  Closed,
+);
+export type EditPlan = Static<typeof EditPlanSchema>;
+
+// ------------------------------------------------------------------ host-produced shapes
+
+/** One finding of a decision envelope, stamped by the host. */
+const EnvelopeFinding = Type.Object(
+  {
+    diagnostic: DiagnosticSchema,
+    provider: ProviderRef,
+    provenance: Type.Object(
+      { source: DiagnosticSource, authenticated: Type.Literal(true, { description: "host-authenticated provenance" }) },
+      Closed,
+    ),
+    disposition: StringEnum(DISPOSITIONS),
+    effectiveSeverity: SeverityT,
+    severityNote: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    nextStep: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
+    grant: Type.Union([Type.Object({ requirement: Id, callSite: CallSiteT }, Closed), Type.Null()]),
+  },
+  {
+    ...Closed,
+    // host §1: every gating finding has a nextStep.
+    allOf: [{ if: { properties: { disposition: { const: "gating" } } }, then: requires("nextStep") }],
+  },
+);
+
+/** The Decision Envelope (legacy name "verdict"): the host's decision as surfaced to a harness or user. */
+export const VerdictSchema = Type.Object(
+  {
+    $$type: Brand("DecisionEnvelope"),
+    version: Type.Literal(1),
+    decisionId: Id,
+    decision: DecisionT,
+    callSite: CallSiteT,
+    policyDigest: Digest,
+    baseline: Digest,
+    changeset: Type.Union([Digest, Type.Null()]),
+    findings: Type.Array(EnvelopeFinding),
+    coverage: Coverage,
+    authority: Type.Array(AuthorityEvidence),
+    assurance: AssuranceBlock,
+    receipt: Type.Optional(Type.Object({ id: Id, location: Type.String({ minLength: 1 }) }, Closed)),
+    decidedAt: Timestamp,
+  },
+  Closed,
+);
+export type DecisionEnvelope = Static<typeof VerdictSchema>;
+
+/** assurance.schema.json: the achieved assurance report and its three vocabularies. */
+export const AssuranceSchema = Type.Object(
+  {
+    mode: AssuranceModeT,
+    transactionGuarantee: TransactionGuaranteeT,
+    directWriteRisk: Type.Boolean(),
+    degradationReasons: Type.Optional(Type.Array(DegradationReasonT, { uniqueItems: true })),
+  },
+  Closed,
+);
+export type AssuranceReport = Static<typeof AssuranceSchema>;
+
+/** Durable audit receipt for one decision. */
+export const AuditReceiptSchema = Type.Object(
+  {
+    $$type: Brand("AuditReceipt"),
+    version: Type.Literal(1),
+    receiptId: Id,
+    decisionId: Id,
+    decision: DecisionT,
+    callSite: CallSiteT,
+    policyDigest: Digest,
+    baseline: Digest,
+    changeset: Type.Union([Digest, Type.Null()]),
+    validAsOf: Type.Array(Type.Object({ provider: Id, validAsOf: ValidAsOf }, Closed)),
+    coverage: Coverage,
+    provenance: Type.Array(
+      Type.Object({ provider: ProviderRef, digest: Digest, sources: Type.Array(DiagnosticSource) }, Closed),
+    ),
+    authority: Type.Array(AuthorityEvidence),
+    assurance: AssuranceBlock,
+    envelopeDigest: Digest,
+    failOpens: Type.Array(
+      Type.Object({ provider: Id, failClass: StringEnum(FAIL_CLASSES), callSite: CallSiteT }, Closed),
+    ),
+    decidedAt: Timestamp,
+  },
+  Closed,
+);
+export type AuditReceipt = Static<typeof AuditReceiptSchema>;
+
+/** Receipt of a mediated apply (host §6). Not applied means no baseline after. */
+export const ApplyReceiptSchema = Type.Object(
+  {
+    $$type: Brand("ApplyReceipt"),
+    version: Type.Literal(1),
+    proposalId: Id,
+    applied: Type.Boolean(),
+    baselineBefore: Digest,
+    baselineAfter: Type.Union([Digest, Type.Null()]),
+    decision: DecisionT,
+    policyDigest: Digest,
+    provenance: Type.Object({ provider: ProviderRef, digest: Digest }, Closed),
+    authority: AuthorityEvidence,
+    assuranceMode: AssuranceModeT,
+    transactionGuarantee: TransactionGuaranteeT,
+    directWriteRisk: Type.Boolean(),
+    reason: Type.Optional(Type.String({ maxLength: 4000 })),
+    appliedAt: Timestamp,
+  },
+  {
+    ...Closed,
+    allOf: [
+      { if: { properties: { applied: { const: false } } }, then: { properties: { baselineAfter: { type: "null" } } } },
+      { if: { properties: { applied: { const: true } } }, then: { properties: { decision: { const: "allow" } } } },
+    ],
+  },
+);
+export type ApplyReceipt = Static<typeof ApplyReceiptSchema>;
+
+/** Installed provider launch configuration: trusted configuration only, never repository content (host §2). */
+export const ProviderManifestSchema = Type.Object(
+  {
+    id: Id,
+    version: SemVer,
+    digest: Digest,
+    executable: AbsPath,
+    args: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 }),
+    cwd: AbsPath,
+    capabilities: Type.Array(CapabilityFamilyT, { minItems: 1, uniqueItems: true }),
+    diagnosticSources: Type.Array(DiagnosticSource, { uniqueItems: true }),
+    protocolVersion: Type.String({ pattern: "^\\d+\\.\\d+$" }),
+    envPassthrough: Type.Optional(Type.Array(Type.String({ pattern: "^[A-Z_][A-Z0-9_]*$" }), { uniqueItems: true })),
+  },
+  Closed,
+);
+export type ProviderManifest = Static<typeof ProviderManifestSchema>;
+
+/** A plugin's own manifest (`asp-plugin.json`), covered by its digest and signature. */
+export const PluginManifestSchema = Type.Object(
+  {
+    id: Type.String({ pattern: "^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)?$", maxLength: 214 }),
+    version: SemVer,
+    kind: StringEnum(PLUGIN_KINDS),
+    entry: RelPath,
+    capabilities: Type.Array(StringEnum(PLUGIN_CAPABILITIES), { minItems: 1, uniqueItems: true }),
+    diagnosticSources: Type.Array(DiagnosticSource, { uniqueItems: true }),
+    protocolVersion: Type.String({ pattern: "^\\d+\\.\\d+$" }),
+    engines: Type.Object({ node: Type.String({ minLength: 1 }) }, Closed),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  Closed,
+);
+export type PluginManifest = Static<typeof PluginManifestSchema>;
+
+// The fail-policy floor (host §2): a gate cell may never be `open`.
+const FailPolicyRow = Type.Object(
+  {
+    interactive: Type.Optional(StringEnum(["open", "indeterminate", "deny"])),
+    gate: Type.Optional(StringEnum(["indeterminate", "deny"])),
+    sweep: Type.Optional(StringEnum(["open", "indeterminate", "deny"])),
+  },
+  Closed,
+);
+
+/** Trusted policy document (host §1, §2, §7; DESIGN §4). */
+export const PolicySchema = Type.Object(
+  {
+    apiVersion: Type.Literal("asp.policy/v1"),
+    description: Type.Optional(Type.String({ maxLength: 4000 })),
+    requirements: Type.Array(
+      Type.Object(
+        {
+          id: Id,
+          description: Type.Optional(Type.String({ maxLength: 2000 })),
+          capability: CapabilityFamilyT,
+          sources: Type.Array(DiagnosticSource, { minItems: 1, uniqueItems: true }),
+          callSites: Type.Array(CallSiteT, { minItems: 1, uniqueItems: true }),
+        },
+        Closed,
+      ),
+    ),
+    providers: Type.Array(Type.Object({ id: Id, version: SemVer, digest: Digest }, Closed)),
+    grants: Type.Array(
+      Type.Object(
+        {
+          provider: Id,
+          version: SemVer,
+          digest: Digest,
+          requirement: Id,
+          callSites: Type.Array(CallSiteT, { minItems: 1, uniqueItems: true }),
+        },
+        Closed,
+      ),
+    ),
+    severityCaps: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            provider: Type.Optional(Id),
+            authority: Type.Optional(StringEnum(["granted", "ungranted"])),
+            isolation: Type.Optional(AssuranceModeT),
+            maxSeverity: SeverityT,
+          },
+          Closed,
+        ),
+      ),
+    ),
+    failPolicy: Type.Optional(
+      Type.Object(Object.fromEntries(FAIL_CLASSES.map((c) => [c, Type.Optional(FailPolicyRow)])), Closed),
+    ),
+    assurance: Type.Optional(CallSiteMap(AssuranceModeT)),
+    plugins: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: Id,
+            digest: Digest,
+            capabilities: Type.Array(StringEnum(PLUGIN_CAPABILITIES), { minItems: 1, uniqueItems: true }),
+          },
+          Closed,
+        ),
+      ),
+    ),
+    permissions: Type.Optional(
+      Type.Object(
+        {
+          default: StringEnum(PERMISSION_OUTCOMES),
+          rules: Type.Array(
+            Type.Object(
+              {
+                tool: Type.String({ minLength: 1, maxLength: 200 }),
+                path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+                network: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+                outcome: StringEnum(PERMISSION_OUTCOMES),
+              },
+              Closed,
+            ),
+          ),
+          credentialFence: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }))),
+        },
+        Closed,
+      ),
+    ),
+    budgets: Type.Optional(
+      Type.Object(
+        {
+          timeoutMs: Type.Optional(CallSiteMap(Type.Integer({ minimum: 1 }))),
+          callbacksPerRequest: Type.Optional(Type.Integer({ minimum: 0 })),
+          callbacksPerSession: Type.Optional(Type.Integer({ minimum: 0 })),
+          maxResponseBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+          quarantineAfterFailures: Type.Optional(Type.Integer({ minimum: 1 })),
+          editRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 })),
+        },
+        Closed,
+      ),
+    ),
+  },
+  Closed,
+);
+export type Policy = Static<typeof PolicySchema>;
+
+const ProviderStatus = Type.Object(
+  {
+    id: Id,
+    version: SemVer,
+    state: ProviderStateT,
+    families: Type.Object(
+      Object.fromEntries(CAPABILITY_FAMILIES.map((f) => [f, Type.Optional(StringEnum(PROVIDER_STATES))])),
+      Closed,
+    ),
+    health: Type.Object(
+      {
+        restarts: Type.Integer({ minimum: 0 }),
+        consecutiveFailures: Type.Integer({ minimum: 0 }),
+        quarantined: Type.Boolean(),
+      },
+      Closed,
+    ),
+    latency: Type.Object(
+      {
+        samples: Type.Integer({ minimum: 0 }),
+        p50Ms: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+        p95Ms: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+      },
+      Closed,
+    ),
+    timeouts: Type.Integer({ minimum: 0 }),
+    coverage: Type.Object({ ran: Type.Integer({ minimum: 0 }), degraded: Type.Integer({ minimum: 0 }) }, Closed),
+  },
+  Closed,
+);
+
+/** `host/status`: per-provider and per-capability-family state and health (host §2, §8). */
+export const HostStatusSchema = Type.Object(
+  {
+    $$type: Brand("HostStatus"),
+    version: Type.Literal(1),
+    hostVersion: SemVer,
+    policyDigest: Type.Union([Digest, Type.Null()]),
+    providers: Type.Array(ProviderStatus),
+    capabilities: Type.Object(
+      Object.fromEntries(CAPABILITY_FAMILIES.map((f) => [f, Type.Array(Id, { uniqueItems: true })])),
+      Closed,
+    ),
+    generatedAt: Timestamp,
+  },
+  Closed,
+);
+export type HostStatus = Static<typeof HostStatusSchema>;
+
+const Count = Type.Integer({ minimum: 0 });
+const Sample = Type.Object({ ref: Id, detail: Type.String({ maxLength: 4000 }) }, Closed);
+
+/** Dogfood report (host §9): per-capability evidence, never one pass/fail label. */
+export const DogfoodReportSchema = Type.Object(
+  {
+    $$type: Brand("DogfoodReport"),
+    version: Type.Literal(1),
+    engine: Type.Object({ name: Id, version: SemVer }, Closed),
+    generatedAt: Timestamp,
+    capabilities: Type.Array(
+      Type.Object(
+        {
+          family: CapabilityFamilyT,
+          parityDeltas: Type.Array(Type.Object({ baseline: Id, metric: Id, delta: Type.Number() }, Closed)),
+          falsePositives: Type.Array(Sample),
+          falseNegatives: Type.Array(Sample),
+          latency: Type.Array(
+            Type.Object(
+              {
+                callSite: CallSiteT,
+                p50Ms: Type.Number({ minimum: 0 }),
+                p95Ms: Type.Number({ minimum: 0 }),
+                timeouts: Count,
+              },
+              Closed,
+            ),
+          ),
+          staleRejections: Count,
+          typedFailures: Type.Record(Type.String({ pattern: "^[a-z_]+$" }), Count),
+          degraded: Type.Array(DegradedEntry),
+          editConflicts: Type.Array(Type.Object({ kind: Id, detail: Type.String({ maxLength: 4000 }) }, Closed)),
+          applyOutcomes: Type.Object(
+            Object.fromEntries(APPLY_OUTCOMES.map((o) => [o, Type.Optional(Count)])),
+            Closed,
+          ),
+        },
+        Closed,
+      ),
+      { minItems: 1 },
+    ),
+    assurance: Type.Object({ mode: AssuranceModeT, transactionGuarantee: TransactionGuaranteeT }, Closed),
+    compatibility: Type.Array(
+      Type.Object(
+        {
+          surface: Id,
+          status: StringEnum(["native_provider", "asp_provider_compat", "retained_gate", "descoped", "roadmap"]),
+        },
+        Closed,
+      ),
+    ),
+    releaseEvidence: Type.Array(
+      Type.Object({ kind: Id, digest: Digest, uri: Type.Optional(Type.String({ format: "uri" })) }, Closed),
+    ),
+  },
+  Closed,
+);
+export type DogfoodReport = Static<typeof DogfoodReportSchema>;
+
+export { DegradedEntry };

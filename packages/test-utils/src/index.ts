@@ -1,0 +1,1 @@
+export { toThrowWithCode } from "./matchers.js";

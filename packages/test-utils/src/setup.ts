@@ -1,0 +1,4 @@
+import { expect } from "vitest";
+import { toThrowWithCode } from "./matchers.js";
+
+expect.extend({ toThrowWithCode });
