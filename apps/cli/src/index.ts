@@ -1,5 +1,5 @@
-export { EXIT } from "./exit-codes.js";
-export { createProgram, runCli } from "./main.js";
+export type { StatusReport } from "./commands/status.js";
 export type { CliContext, CliIO } from "./context.js";
 export type { ExitCode } from "./exit-codes.js";
-export type { StatusReport } from "./commands/status.js";
+export { EXIT } from "./exit-codes.js";
+export { createProgram, runCli } from "./main.js";

@@ -82,7 +82,10 @@ export function validate<N extends SchemaName>(name: N, value: unknown): Validat
   }
 }
 
-function withoutHostOwned<N extends "assessment" | "edit-plan">(name: N, value: unknown): ValidationResult<SchemaTypes[N]> {
+function withoutHostOwned<N extends "assessment" | "edit-plan">(
+  name: N,
+  value: unknown,
+): ValidationResult<SchemaTypes[N]> {
   const hits = findHostOwnedFields(value);
   const result = validate(name, value);
   if (hits.length === 0) return result;

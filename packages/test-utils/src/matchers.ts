@@ -48,10 +48,3 @@ export function toThrowWithCode(received: unknown, code: string): MatcherResult 
         : `expected an AspError with code ${code}, got ${describeThrown(thrown)}`,
   };
 }
-
-declare module "vitest" {
-  interface Matchers<T = unknown> {
-    /** Asserts an AspError with this exact `code` was thrown (or rejected). */
-    toThrowWithCode(code: string): T;
-  }
-}

@@ -1,3 +1,3 @@
-export { compare, formatRatio } from "./measure.js";
 export type { CompareOptions, Operation, Ratio } from "./measure.js";
+export { compare, formatRatio } from "./measure.js";
 export type { Suite, SuiteContext } from "./suite.js";

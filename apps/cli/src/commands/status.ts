@@ -3,8 +3,8 @@ import { resolve } from "node:path";
 import { SCHEMA_NAMES, validate } from "@asp/contracts";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
-import { EXIT } from "../exit-codes.js";
 import { UsageError } from "../errors.js";
+import { EXIT } from "../exit-codes.js";
 
 /** What `asp status --json` prints. */
 export interface StatusReport {
@@ -12,7 +12,11 @@ export interface StatusReport {
   readonly contracts: { readonly schemas: number };
   readonly policy:
     | { readonly path: string; readonly valid: true; readonly apiVersion: string }
-    | { readonly path: string; readonly valid: false; readonly errors: ReadonlyArray<{ pointer: string; message: string }> }
+    | {
+        readonly path: string;
+        readonly valid: false;
+        readonly errors: ReadonlyArray<{ pointer: string; message: string }>;
+      }
     | null;
   readonly store: { readonly path: string; readonly exists: boolean };
   readonly host: { readonly composed: false; readonly note: string };

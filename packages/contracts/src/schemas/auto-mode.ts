@@ -21,13 +21,10 @@ import {
   TERMINAL_REASONS,
   UNAVAILABLE_REASONS,
 } from "../vocabularies.js";
-import { Brand, Closed, Digest, Id, Json, RelPath, StringEnum, Timestamp } from "./common.js";
+import { Brand, Closed, Digest, Id, Json, RelPath, StringEnum, Timestamp, when } from "./common.js";
 
 /** Run identity: root_frame_id + branch_id + turn_id + execution_id. */
-export const RunIdentity = Type.Object(
-  { root_frame_id: Id, branch_id: Id, turn_id: Id, execution_id: Id },
-  Closed,
-);
+export const RunIdentity = Type.Object({ root_frame_id: Id, branch_id: Id, turn_id: Id, execution_id: Id }, Closed);
 export type RunIdentity = Static<typeof RunIdentity>;
 
 const Actor = Type.Object(
@@ -55,7 +52,9 @@ export const AutoModeConfigSchema = Type.Object(
     preset: Type.Optional(StringEnum(AUTO_MODE_PRESETS)),
     result_review_mode: Type.Optional(StringEnum(RESULT_REVIEW_MODES)),
     approvals_reviewer: Type.Optional(StringEnum(APPROVALS_REVIEWERS)),
-    stages: Type.Optional(Type.Object(Object.fromEntries(STAGE_FLAGS.map((s) => [s, Type.Optional(Type.Boolean())])), Closed)),
+    stages: Type.Optional(
+      Type.Object(Object.fromEntries(STAGE_FLAGS.map((s) => [s, Type.Optional(Type.Boolean())])), Closed),
+    ),
     budgets: Type.Optional(
       Type.Object(Object.fromEntries(BUDGET_LIMITS.map((b) => [b, Type.Optional(BudgetNumber)])), Closed),
     ),
@@ -230,7 +229,7 @@ export const GuardianAssessmentSchema = Type.Object(
   {
     ...Closed,
     // A deny never carries a capability; Guardian never creates standing allows.
-    allOf: [{ if: { properties: { decision: { const: "deny" } } }, then: { properties: { capability: { type: "null" } } } }],
+    allOf: [when({ properties: { decision: { const: "deny" } } }, { properties: { capability: { type: "null" } } })],
   },
 );
 export type GuardianAssessment = Static<typeof GuardianAssessmentSchema>;
@@ -290,8 +289,11 @@ export const TerminalRecordSchema = Type.Object(
           { properties: { state: { type: "null" }, terminal_reason: { type: "string" } } },
         ],
       },
-      { if: { properties: { state: { const: "review_unavailable" } } }, then: { properties: { unavailable_reason: { type: "string" } } } },
-      { if: { properties: { state: { const: "verified" } } }, then: { properties: { candidate_id: { type: "string" } } } },
+      when(
+        { properties: { state: { const: "review_unavailable" } } },
+        { properties: { unavailable_reason: { type: "string" } } },
+      ),
+      when({ properties: { state: { const: "verified" } } }, { properties: { candidate_id: { type: "string" } } }),
     ],
   },
 );
@@ -303,13 +305,25 @@ function event<const T extends string, P extends TProperties>(type: T, props: P,
   return Type.Object(
     { event_id: Id, type: Type.Literal(type), run: RunIdentity, committed_at: Timestamp, ...props },
     { ...Closed, ...options },
-  ) as TObject<{ event_id: typeof Id; type: ReturnType<typeof Type.Literal<T>>; run: typeof RunIdentity; committed_at: typeof Timestamp } & P>;
+  ) as TObject<
+    {
+      event_id: typeof Id;
+      type: ReturnType<typeof Type.Literal<T>>;
+      run: typeof RunIdentity;
+      committed_at: typeof Timestamp;
+    } & P
+  >;
 }
 
 // The only two valid (subject_kind, subject_entity_kind) pairings.
 const SubjectPairing = {
   oneOf: [
-    { properties: { subject_kind: { const: "result_review" }, subject_entity_kind: { const: "candidate_evidence_snapshot" } } },
+    {
+      properties: {
+        subject_kind: { const: "result_review" },
+        subject_entity_kind: { const: "candidate_evidence_snapshot" },
+      },
+    },
     { properties: { subject_kind: { const: "permission_review" }, subject_entity_kind: { const: "approval_action" } } },
   ],
 };

@@ -26,6 +26,12 @@ export function requires(...names: string[]): { required: string[]; properties: 
   return { required: names, properties: Object.fromEntries(names.map((n) => [n, true as const])) };
 }
 
+/** JSON Schema `if`/`then`: when `condition` holds, `consequence` must hold too. */
+export function when(condition: object, consequence: object): { if: object; then: object } {
+  // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable.
+  return { if: condition, then: consequence };
+}
+
 /** A closed object: unknown properties are invalid. */
 export const Closed = { additionalProperties: false } as const;
 
@@ -71,10 +77,7 @@ export function Brand<const K extends string>(kind: K) {
 }
 
 export const CallSiteMap = <T extends TSchema>(cell: T) =>
-  Type.Object(
-    { interactive: Type.Optional(cell), gate: Type.Optional(cell), sweep: Type.Optional(cell) },
-    Closed,
-  );
+  Type.Object({ interactive: Type.Optional(cell), gate: Type.Optional(cell), sweep: Type.Optional(cell) }, Closed);
 
 export const SeverityT = StringEnum(SEVERITIES);
 export const AssuranceModeT = StringEnum(ASSURANCE_MODES, { description: "assurance mode, weakest first" });
@@ -114,7 +117,9 @@ export const AuthorityEvidence = Type.Object(
     conformance: AxisStateT,
     isolation: AxisStateT,
     authorityGrant: AxisStateT,
-    grants: Type.Array(Type.Object({ requirement: Id, callSite: StringEnum(["interactive", "gate", "sweep"]) }, Closed)),
+    grants: Type.Array(
+      Type.Object({ requirement: Id, callSite: StringEnum(["interactive", "gate", "sweep"]) }, Closed),
+    ),
   },
   Closed,
 );

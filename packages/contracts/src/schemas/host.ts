@@ -39,6 +39,7 @@ import {
   Timestamp,
   TransactionGuaranteeT,
   ValidAsOf,
+  when,
 } from "./common.js";
 
 const CallSiteT = StringEnum(CALL_SITES);
@@ -46,10 +47,7 @@ const DecisionT = StringEnum(DECISIONS);
 
 // ------------------------------------------------------------------ provider-owned shapes
 
-const Position = Type.Object(
-  { line: Type.Integer({ minimum: 0 }), character: Type.Integer({ minimum: 0 }) },
-  Closed,
-);
+const Position = Type.Object({ line: Type.Integer({ minimum: 0 }), character: Type.Integer({ minimum: 0 }) }, Closed);
 
 /** A provider-reported diagnostic. Its code must be namespaced under a declared source (host §4). */
 export const DiagnosticSchema = Type.Object(
@@ -67,7 +65,10 @@ export const DiagnosticSchema = Type.Object(
     codeDescription: Type.Optional(Type.Object({ href: Type.String({ format: "uri" }) }, Closed)),
     help: Type.Optional(Type.String({ maxLength: 10_000 })),
     fix: Type.Optional(
-      Type.Object({ description: Type.String({ minLength: 1, maxLength: 2000 }), proposalId: Type.Optional(Id) }, Closed),
+      Type.Object(
+        { description: Type.String({ minLength: 1, maxLength: 2000 }), proposalId: Type.Optional(Id) },
+        Closed,
+      ),
     ),
     tags: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 32 })),
     data: Type.Optional(Json),
@@ -99,7 +100,10 @@ export const AssessmentSchema = Type.Object(
       ),
     ),
     error: Type.Optional(
-      Type.Object({ code: Type.String({ minLength: 1, maxLength: 128 }), message: Type.String({ maxLength: 10_000 }) }, Closed),
+      Type.Object(
+        { code: Type.String({ minLength: 1, maxLength: 128 }), message: Type.String({ maxLength: 10_000 }) },
+        Closed,
+      ),
     ),
     metrics: Type.Optional(Type.Object({ durationMs: Type.Optional(Type.Number({ minimum: 0 })) }, Closed)),
   },
@@ -107,7 +111,7 @@ export const AssessmentSchema = Type.Object(
     ...Closed,
     allOf: [
       // status "error" must say what failed; "unsupported" is a capability gap, not an error.
-      { if: { properties: { status: { const: "error" } } }, then: requires("error") },
+      when({ properties: { status: { const: "error" } } }, requires("error")),
     ],
   },
 );
@@ -198,7 +202,7 @@ const EnvelopeFinding = Type.Object(
   {
     ...Closed,
     // host §1: every gating finding has a nextStep.
-    allOf: [{ if: { properties: { disposition: { const: "gating" } } }, then: requires("nextStep") }],
+    allOf: [when({ properties: { disposition: { const: "gating" } } }, requires("nextStep"))],
   },
 );
 
@@ -287,8 +291,8 @@ export const ApplyReceiptSchema = Type.Object(
   {
     ...Closed,
     allOf: [
-      { if: { properties: { applied: { const: false } } }, then: { properties: { baselineAfter: { type: "null" } } } },
-      { if: { properties: { applied: { const: true } } }, then: { properties: { decision: { const: "allow" } } } },
+      when({ properties: { applied: { const: false } } }, { properties: { baselineAfter: { type: "null" } } }),
+      when({ properties: { applied: { const: true } } }, { properties: { decision: { const: "allow" } } }),
     ],
   },
 );
@@ -517,10 +521,7 @@ export const DogfoodReportSchema = Type.Object(
           typedFailures: Type.Record(Type.String({ pattern: "^[a-z_]+$" }), Count),
           degraded: Type.Array(DegradedEntry),
           editConflicts: Type.Array(Type.Object({ kind: Id, detail: Type.String({ maxLength: 4000 }) }, Closed)),
-          applyOutcomes: Type.Object(
-            Object.fromEntries(APPLY_OUTCOMES.map((o) => [o, Type.Optional(Count)])),
-            Closed,
-          ),
+          applyOutcomes: Type.Object(Object.fromEntries(APPLY_OUTCOMES.map((o) => [o, Type.Optional(Count)])), Closed),
         },
         Closed,
       ),
