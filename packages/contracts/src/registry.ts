@@ -14,7 +14,7 @@ interface Definition {
 const def = (schema: TSchema, title: string, description: string): Definition => ({ schema, title, description });
 
 /** Every published schema by name; the file is `schemas/<name>.schema.json`. */
-const DEFINITIONS = {
+const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
   verdict: def(
     H.VerdictSchema,
     "Decision Envelope",
@@ -108,10 +108,10 @@ const DEFINITIONS = {
   "event-repair-started": def(A.RepairStartedEventSchema, "repair_started", "Auto Mode event."),
   "event-repair-completed": def(A.RepairCompletedEventSchema, "repair_completed", "Auto Mode event."),
   "event-auto-run-terminal": def(A.AutoRunTerminalEventSchema, "auto_run_terminal", "Auto Mode terminal event."),
-} as const satisfies Record<string, Definition>;
+};
 
 /** Name of a published schema. */
-export type SchemaName = keyof typeof DEFINITIONS;
+export type SchemaName = keyof SchemaTypes;
 
 /** The TS type each schema describes (derived from the schema itself, so they cannot drift). */
 export interface SchemaTypes {

@@ -1,0 +1,2 @@
+export { clamp, mean } from "./math.js";
+export { summarize, type Report } from "./report.js";

@@ -1,0 +1,35 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./lib/workspace.js";
+
+const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+const ciRun = readFileSync(join(ROOT, ".ci/run"), "utf8");
+const rootPkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  packageManager: string;
+  scripts: Record<string, string>;
+};
+
+function shBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => (m[1] ?? "").trim());
+}
+
+describe("README and CI", () => {
+  it("the README has the two commands, and .ci/run runs exactly the test one", () => {
+    const [main, test] = shBlocks(readme);
+    expect(main).toContain("pnpm asp status");
+    expect(test).toBe("corepack enable && pnpm install --frozen-lockfile && pnpm test");
+    const commands = ciRun
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("#") && !/^(set|cd|export) /.test(l));
+    expect(commands).toEqual([test]);
+  });
+
+  it("pins pnpm with its sha512 hash so corepack works without registry signatures", () => {
+    expect(rootPkg.packageManager).toMatch(/^pnpm@10\.\d+\.\d+\+sha512\.[0-9a-f]{128}$/);
+  });
+
+  it("the test script builds, typechecks, lints, builds docs and runs vitest", () => {
+    expect(rootPkg.scripts.test).toMatch(/turbo run build typecheck.*biome check.*typedoc.*vitest run/);
+  });
+});

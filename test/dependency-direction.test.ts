@@ -1,0 +1,81 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { checkPackage, importsOf, type WorkspacePackage, workspacePackages } from "./lib/workspace.js";
+
+const packages = workspacePackages();
+const libraryNames = packages.filter((p) => p.dir.startsWith("packages/")).map((p) => p.name);
+
+describe("dependency direction (DESIGN §2)", () => {
+  it.each(packages.map((p) => [p.dir, p] as const))("%s imports only what the DAG allows", (_dir, pkg) => {
+    expect(checkPackage(pkg, libraryNames)).toEqual([]);
+  });
+
+  describe("the checker itself", () => {
+    function fakePackage(
+      dir: string,
+      deps: Record<string, string>,
+      source: string,
+    ): { root: string; pkg: WorkspacePackage } {
+      const root = mkdtempSync(join(tmpdir(), "asp-dag-"));
+      mkdirSync(join(root, dir, "src"), { recursive: true });
+      writeFileSync(join(root, dir, "src", "index.ts"), source);
+      return {
+        root,
+        pkg: {
+          dir,
+          name: `@asp/${dir.split("/")[1]}`,
+          manifest: { name: `@asp/${dir.split("/")[1]}`, dependencies: deps },
+        },
+      };
+    }
+
+    it("fails when contracts imports evidence (an arrow against the DAG)", () => {
+      const { root, pkg } = fakePackage(
+        "packages/contracts",
+        { "@asp/evidence": "workspace:*" },
+        `import { digest } from "@asp/evidence";\n`,
+      );
+      const v = checkPackage(pkg, [], root);
+      expect(v.map((x) => x.specifier)).toEqual(["@asp/evidence", "@asp/evidence"]);
+    });
+    it("fails when a plugin imports the host", () => {
+      const { root, pkg } = fakePackage(
+        "plugins/provider-x",
+        { "@asp/ths": "workspace:*" },
+        `import type { Host } from "@asp/ths";\n`,
+      );
+      expect(checkPackage(pkg, [], root).length).toBeGreaterThan(0);
+    });
+    it("fails on deep imports and relative escapes", () => {
+      const { root, pkg } = fakePackage(
+        "packages/evidence",
+        { "@asp/contracts": "workspace:*" },
+        `import { x } from "@asp/contracts/src/validate.js";\nimport { y } from "../../policy/src/index.js";\n`,
+      );
+      expect(
+        checkPackage(pkg, [], root)
+          .map((v) => v.why)
+          .sort(),
+      ).toEqual(["deep import: use the package's exports", "relative import out of its package"]);
+    });
+    it("fails on an undeclared but allowed import", () => {
+      const { root, pkg } = fakePackage("packages/policy", {}, `export * as e from "@asp/evidence";\n`);
+      expect(checkPackage(pkg, [], root).map((v) => v.why)).toEqual([
+        "@asp/evidence is imported but not declared in package.json",
+      ]);
+    });
+    it("fails for a package the DAG does not know", () => {
+      const { root, pkg } = fakePackage("packages/mystery", {}, "");
+      expect(() => checkPackage(pkg, [], root)).toThrow(/not in the dependency DAG/);
+    });
+    it("reads static, type-only, side-effect and dynamic imports", () => {
+      expect(
+        importsOf(
+          `import a from "x";\nimport type { B } from "y";\nexport { c } from "z";\nimport "w";\nconst d = await import("v");`,
+        ),
+      ).toEqual(expect.arrayContaining(["x", "y", "z", "w", "v"]));
+    });
+  });
+});
