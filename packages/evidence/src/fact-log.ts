@@ -1,0 +1,387 @@
+import { canonicalize, type JsonValue, parseCanonical } from "./canonical.js";
+import { EvidenceError } from "./errors.js";
+import { assertDigest, type Digest, digestBytes, type Hasher, isDigest } from "./hash.js";
+import { type Kv, type KvOp, toBytes, toText } from "./kv.js";
+import type {
+  Clock,
+  FactEntry,
+  FactIndexKey,
+  FactInput,
+  FactLog,
+  FactLogHead,
+  FactQuery,
+  VerifyResult,
+} from "./store.js";
+
+const KIND_RE = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+const MAX_KEY = 1024;
+const SEQ_WIDTH = 16;
+const ENTRY_VERSION = 1;
+
+/** Fixed-width decimal, so level's byte order is seq order. */
+export const seqKey = (seq: number): string => String(seq).padStart(SEQ_WIDTH, "0");
+const kindKey = (kind: string, seq: number): string => `k\0${kind}\0${seqKey(seq)}`;
+const indexKey = (k: FactIndexKey, seq: number): string => `i\0${k.name}\0${k.value}\0${seqKey(seq)}`;
+const EMPTY = new Uint8Array();
+
+function bad(message: string, data: Record<string, unknown>): never {
+  throw new EvidenceError("ASP_EVIDENCE_BAD_OBJECT", message, { data });
+}
+
+function broken(seq: number, reason: string, location: string): EvidenceError {
+  return new EvidenceError(
+    "ASP_EVIDENCE_CHAIN_BROKEN",
+    `fact log entry ${seq} in ${location} fails verification: ${reason}`,
+    {
+      data: { seq, reason, path: location },
+    },
+  );
+}
+
+function checkKey(value: unknown, what: string, i: number): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_KEY || value.includes("\0")) {
+    bad(`${what} must be a non-empty string of at most ${MAX_KEY} chars without NUL`, { entry: i, what });
+  }
+  return value;
+}
+
+interface Prepared {
+  readonly kind: string;
+  readonly record: JsonValue;
+  readonly recordText: string;
+  readonly index: FactIndexKey[];
+  readonly state: string[];
+}
+
+function prepare(input: FactInput, i: number): Prepared {
+  if (input === null || typeof input !== "object")
+    bad("a fact must be an object { kind, record, index?, state? }", { entry: i });
+  if (typeof input.kind !== "string" || !KIND_RE.test(input.kind)) {
+    bad("fact kind must be 1-128 of A-Za-z0-9._:/- starting with a letter or digit", {
+      entry: i,
+      kind: String(input.kind).slice(0, 200),
+    });
+  }
+  const recordText = canonicalize(input.record);
+  const index = (input.index ?? []).map((k) => {
+    if (typeof k?.name !== "string" || !KIND_RE.test(k.name))
+      bad("index name must look like a kind", { entry: i, name: String(k?.name) });
+    if (typeof k.value !== "string" || k.value.length > MAX_KEY || k.value.includes("\0")) {
+      bad(`index value must be a string of at most ${MAX_KEY} chars without NUL`, { entry: i, name: k.name });
+    }
+    return { name: k.name, value: k.value };
+  });
+  const state = (input.state ?? []).map((k) => checkKey(k, "state key", i));
+  if (new Set(state).size !== state.length) bad("state keys of one fact must be unique", { entry: i });
+  return { kind: input.kind, record: JSON.parse(recordText) as JsonValue, recordText, index, state };
+}
+
+/** The hashed body of an entry: every field but the digest, in canonical JSON. */
+function bodyText(
+  seq: number,
+  at: string,
+  p: { kind: string; recordText: string; index: readonly FactIndexKey[]; state: readonly string[] },
+  prev: Digest | null,
+): string {
+  // Keys in canonical (sorted) order; recordText is canonical already, the rest canonicalize.
+  return `{"at":${canonicalize(at)},"index":${canonicalize(p.index.map((k) => [k.name, k.value]))},"kind":${canonicalize(p.kind)},"prev":${canonicalize(prev)},"record":${p.recordText},"seq":${seq},"state":${canonicalize(p.state)},"v":${ENTRY_VERSION}}`;
+}
+
+/** The stored form: the body with its digest added, still canonical JSON. */
+function storedText(body: string, digest: Digest): string {
+  // "digest" sorts between "at" and "index".
+  const at = body.indexOf(',"index":');
+  return `${body.slice(0, at)},"digest":"${digest}"${body.slice(at)}`;
+}
+
+/** Decode and self-verify a stored entry; throws CHAIN_BROKEN naming `seq` on any mismatch. */
+function decodeEntry(bytes: Uint8Array, seq: number, hasher: Hasher, location: string): FactEntry {
+  let value: JsonValue;
+  try {
+    value = parseCanonical(bytes, "fact log entry");
+  } catch (cause) {
+    throw new EvidenceError("ASP_EVIDENCE_CHAIN_BROKEN", `fact log entry ${seq} in ${location} is not canonical JSON`, {
+      cause,
+      data: { seq, reason: "not canonical JSON", path: location },
+    });
+  }
+  const v = value as Record<string, JsonValue>;
+  const ok =
+    typeof v === "object" &&
+    v !== null &&
+    !Array.isArray(v) &&
+    v.v === ENTRY_VERSION &&
+    v.seq === seq &&
+    typeof v.kind === "string" &&
+    typeof v.at === "string" &&
+    isDigest(v.digest) &&
+    (v.prev === null || isDigest(v.prev)) &&
+    Array.isArray(v.index) &&
+    v.index.every((k) => Array.isArray(k) && k.length === 2 && typeof k[0] === "string" && typeof k[1] === "string") &&
+    Array.isArray(v.state) &&
+    v.state.every((k) => typeof k === "string") &&
+    "record" in v &&
+    Object.keys(v).length === 9;
+  if (!ok) throw broken(seq, "entry shape or seq does not match its key", location);
+  const entry: FactEntry = {
+    seq,
+    kind: v.kind as string,
+    record: v.record as JsonValue,
+    at: v.at as string,
+    index: (v.index as string[][]).map(([name, value]) => ({ name: name as string, value: value as string })),
+    state: v.state as string[],
+    prev: v.prev as Digest | null,
+    digest: v.digest as Digest,
+  };
+  const body = bodyText(seq, entry.at, { ...entry, recordText: canonicalize(entry.record) }, entry.prev);
+  const actual = digestBytes(toBytes(body), hasher);
+  if (actual !== entry.digest)
+    throw broken(seq, "content does not hash to its digest (edited after the fact)", location);
+  return entry;
+}
+
+interface Meta {
+  head: FactLogHead | null;
+}
+
+/** Rows an entry contributes to the secondary indexes (identical for append and rebuild). */
+function indexOps(e: {
+  seq: number;
+  kind: string;
+  index: readonly FactIndexKey[];
+  state: readonly string[];
+  digest: Digest;
+}): KvOp[] {
+  const seqBytes = toBytes(seqKey(e.seq));
+  const ops: KvOp[] = [
+    { type: "put", space: "idx", key: kindKey(e.kind, e.seq), value: EMPTY },
+    { type: "put", space: "digest", key: e.digest, value: seqBytes },
+  ];
+  for (const k of e.index) ops.push({ type: "put", space: "idx", key: indexKey(k, e.seq), value: EMPTY });
+  for (const s of e.state) ops.push({ type: "put", space: "state", key: s, value: seqBytes });
+  return ops;
+}
+
+const headOp = (head: FactLogHead): KvOp => ({
+  type: "put",
+  space: "meta",
+  key: "head",
+  value: toBytes(canonicalize(head)),
+});
+const INDEXES_STALE: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"rebuilding"') };
+const INDEXES_OK: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"valid"') };
+
+/** Read the head pointer, validating its shape. */
+export async function readHead(kv: Kv): Promise<FactLogHead | null> {
+  const raw = await kv.get("meta", "head");
+  if (raw === undefined) return null;
+  const v = parseCanonical(raw, "log head") as { seq?: unknown; digest?: unknown };
+  if (typeof v?.seq !== "number" || !Number.isSafeInteger(v.seq) || v.seq < 1 || !isDigest(v.digest)) {
+    throw new EvidenceError("ASP_EVIDENCE_CHAIN_BROKEN", `the fact log head in ${kv.location} is malformed`, {
+      data: { path: kv.location, reason: "malformed head" },
+    });
+  }
+  return { seq: v.seq, digest: v.digest };
+}
+
+/**
+ * The {@link FactLog} over a Kv. `onClose` closes the shared store. Appends are serialized in
+ * process; across processes the database lock makes this the only writer.
+ */
+export async function createKvFactLog(
+  kv: Kv,
+  hasher: Hasher,
+  clock: Clock,
+  onClose: () => Promise<void>,
+): Promise<FactLog> {
+  const meta: Meta = { head: await readHead(kv) };
+  const loc = kv.location;
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = queue.then(fn, fn);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  const readRaw = async (seq: number): Promise<FactEntry | undefined> => {
+    const bytes = await kv.get("log", seqKey(seq));
+    return bytes === undefined ? undefined : decodeEntry(bytes, seq, hasher, loc);
+  };
+
+  /** Read with the link check: the successor's `prev` (or the head) must name this digest. */
+  const read = async (seq: number): Promise<FactEntry> => {
+    if (!Number.isSafeInteger(seq) || seq < 1) bad("seq must be a positive integer", { seq });
+    const head = meta.head;
+    const entry = await readRaw(seq);
+    if (entry === undefined) {
+      if (head !== null && seq <= head.seq) throw broken(seq, "entry is missing below the head", loc);
+      throw new EvidenceError("ASP_EVIDENCE_NOT_FOUND", `no fact log entry ${seq} in ${loc}`, { data: { seq } });
+    }
+    if (head === null || seq > head.seq) throw broken(seq, "entry lies beyond the head", loc);
+    if (seq === head.seq) {
+      if (head.digest !== entry.digest) throw broken(seq, "digest differs from the head", loc);
+    } else {
+      const next = await kv.get("log", seqKey(seq + 1));
+      let nextPrev: unknown;
+      try {
+        nextPrev = next === undefined ? undefined : (JSON.parse(toText(next)) as { prev?: unknown }).prev;
+      } catch {
+        nextPrev = undefined;
+      }
+      if (nextPrev !== entry.digest) throw broken(seq, "the next entry does not link to it", loc);
+    }
+    return entry;
+  };
+
+  const rebuild = async (): Promise<void> => {
+    await kv.batch([INDEXES_STALE], true);
+    await kv.clear("idx");
+    await kv.clear("state");
+    await kv.clear("digest");
+    let ops: KvOp[] = [];
+    let expected = 1;
+    let prev: Digest | null = null;
+    for await (const [key, bytes] of kv.entries("log")) {
+      const seq = Number(key);
+      if (seq !== expected) throw broken(expected, "entry is missing", loc);
+      const e = decodeEntry(bytes, seq, hasher, loc);
+      if (e.prev !== prev) throw broken(seq, "prev does not match the previous entry", loc);
+      ops.push(...indexOps(e));
+      prev = e.digest;
+      expected++;
+      if (ops.length >= 5000) {
+        await kv.batch(ops, false);
+        ops = [];
+      }
+    }
+    const head = meta.head;
+    if ((head?.seq ?? 0) !== expected - 1 || (head?.digest ?? null) !== prev)
+      throw broken(expected - 1, "log end does not match the head", loc);
+    ops.push(INDEXES_OK);
+    await kv.batch(ops, true);
+  };
+
+  const indexState = await kv.get("meta", "indexes");
+  if (indexState !== undefined && toText(indexState) !== '"valid"') await serial(rebuild);
+
+  const log: FactLog = {
+    append: (inputs) =>
+      serial(async () => {
+        if (!Array.isArray(inputs)) bad("append takes an array of facts", {});
+        if (inputs.length === 0) return [];
+        const prepared = inputs.map(prepare);
+        const at = clock.now().toISOString();
+        let head = meta.head;
+        const ops: KvOp[] = [];
+        const out: FactEntry[] = [];
+        for (const p of prepared) {
+          const seq = (head?.seq ?? 0) + 1;
+          const prev = head?.digest ?? null;
+          const body = bodyText(seq, at, p, prev);
+          const digest = digestBytes(toBytes(body), hasher);
+          ops.push({ type: "put", space: "log", key: seqKey(seq), value: toBytes(storedText(body, digest)) });
+          const entry: FactEntry = {
+            seq,
+            kind: p.kind,
+            record: p.record,
+            at,
+            index: p.index,
+            state: p.state,
+            prev,
+            digest,
+          };
+          ops.push(...indexOps(entry));
+          out.push(entry);
+          head = { seq, digest };
+        }
+        if (head !== null) ops.push(headOp(head));
+        await kv.batch(ops, true);
+        meta.head = head;
+        return out;
+      }),
+    read,
+    async readByDigest(digest) {
+      assertDigest(digest, "fact digest");
+      const raw = await kv.get("digest", digest);
+      if (raw === undefined)
+        throw new EvidenceError("ASP_EVIDENCE_NOT_FOUND", `no fact with digest ${digest} in ${loc}`, {
+          data: { digest },
+        });
+      const seq = Number(toText(raw));
+      const entry = await read(seq);
+      if (entry.digest !== digest) throw broken(seq, "the digest index points at a different entry", loc);
+      return entry;
+    },
+    async latest(key) {
+      checkKey(key, "state key", 0);
+      const raw = await kv.get("state", key);
+      if (raw === undefined) return undefined;
+      const entry = await read(Number(toText(raw)));
+      if (!entry.state.includes(key))
+        throw broken(entry.seq, `the state index points at an entry that does not name ${key}`, loc);
+      return entry;
+    },
+    async list(query: FactQuery = {}) {
+      if (query.kind !== undefined && query.index !== undefined) bad("list takes kind or index, not both", {});
+      const reverse = query.reverse === true;
+      const limit = query.limit ?? Number.POSITIVE_INFINITY;
+      const after = query.afterSeq;
+      const seqs: number[] = [];
+      if (query.kind === undefined && query.index === undefined) {
+        const range = after === undefined ? {} : reverse ? { lt: seqKey(after) } : { gt: seqKey(after) };
+        for await (const [key] of kv.entries("log", {
+          ...range,
+          reverse,
+          ...(Number.isFinite(limit) ? { limit } : {}),
+        }))
+          seqs.push(Number(key));
+      } else {
+        const prefix =
+          query.kind !== undefined ? `k\0${query.kind}\0` : `i\0${query.index?.name}\0${query.index?.value}\0`;
+        const lower = !reverse && after !== undefined ? { gt: `${prefix}${seqKey(after)}` } : { gte: prefix };
+        const upper = reverse && after !== undefined ? { lt: `${prefix}${seqKey(after)}` } : { lt: `${prefix}\uffff` };
+        for await (const [key] of kv.entries("idx", {
+          ...lower,
+          ...upper,
+          reverse,
+          ...(Number.isFinite(limit) ? { limit } : {}),
+        })) {
+          seqs.push(Number(key.slice(prefix.length)));
+        }
+      }
+      const out: FactEntry[] = [];
+      for (const seq of seqs) out.push(await read(seq));
+      return out;
+    },
+    head: async () => meta.head,
+    async verify(): Promise<VerifyResult> {
+      let expected = 1;
+      let prev: Digest | null = null;
+      const fail = (seq: number, reason: string): VerifyResult => ({ ok: false, entries: expected - 1, seq, reason });
+      for await (const [key, bytes] of kv.entries("log")) {
+        const seq = Number(key);
+        if (seq !== expected) return fail(expected, "entry is missing");
+        let e: FactEntry;
+        try {
+          e = decodeEntry(bytes, seq, hasher, loc);
+        } catch (error) {
+          return fail(seq, (error as EvidenceError).data?.reason as string);
+        }
+        if (e.prev !== prev) return fail(seq, "prev does not match the previous entry");
+        prev = e.digest;
+        expected++;
+      }
+      const count = expected - 1;
+      const head = await readHead(kv);
+      if (head === null)
+        return count === 0 ? { ok: true, entries: 0, head: null } : fail(1, "entries exist but the head is missing");
+      if (head.seq > count) return fail(count + 1, "entry is missing below the head");
+      if (head.seq < count) return fail(head.seq + 1, "entry lies beyond the head");
+      if (head.digest !== prev) return fail(count, "digest differs from the head");
+      return { ok: true, entries: count, head };
+    },
+    rebuildIndexes: () => serial(rebuild),
+    close: onClose,
+  };
+  return log;
+}

@@ -1,0 +1,63 @@
+/**
+ * `@asp/evidence`: exact, content-addressed identity for everything a decision looked at, and
+ * a durable, tamper-evident record of what was decided (DESIGN §8).
+ *
+ * - RFC 8785 canonical JSON and `sha256:<hex>` digests behind a {@link Hasher} port,
+ * - git-like blobs, trees and changesets; worktree and git revision snapshots with equal ids,
+ * - a level-backed object store and hash-chained fact log (plus an in-memory twin for tests),
+ * - immutable evidence snapshots that bundle refs and verify them end to end.
+ *
+ * @packageDocumentation
+ */
+
+export type { JsonValue } from "./canonical.js";
+export { canonicalBytes, canonicalize, digest, parseCanonical } from "./canonical.js";
+export type { EvidenceErrorCode } from "./errors.js";
+export { EVIDENCE_ERROR_CODES, EvidenceError } from "./errors.js";
+export type {
+  EvidenceRef,
+  EvidenceRefKind,
+  FreezeInput,
+  FrozenSnapshot,
+  SnapshotFailure,
+  SnapshotStore,
+  SnapshotVerification,
+} from "./evidence-snapshot.js";
+export { freezeSnapshot, readSnapshot, verifySnapshot } from "./evidence-snapshot.js";
+export type { GitSnapshot, GitSnapshotOptions } from "./git.js";
+export { snapshotGitRevision } from "./git.js";
+export type { Digest, Hasher } from "./hash.js";
+export { assertDigest, createNobleHasher, createNodeHasher, defaultHasher, digestBytes, isDigest } from "./hash.js";
+export type {
+  Change,
+  Changeset,
+  EncodedTree,
+  FileMode,
+  PathState,
+  Tree,
+  TreeEntry,
+  TreeFile,
+  TreeReader,
+} from "./objects.js";
+export { blobDigest, changesetDigest, decodeTree, diffTrees, encodeTree, FILE_MODES, listTree } from "./objects.js";
+export { createMemoryStore, openStore } from "./open.js";
+export { assertEntryName, assertPath, isNormalizedPath, normalizePath } from "./paths.js";
+export type {
+  Clock,
+  FactEntry,
+  FactIndexKey,
+  FactInput,
+  FactLog,
+  FactLogHead,
+  FactQuery,
+  InjectionToken,
+  ObjectKind,
+  ObjectStore,
+  Store,
+  StoredObject,
+  StoreOptions,
+  VerifyResult,
+} from "./store.js";
+export { TOKENS } from "./tokens.js";
+export type { SnapshotOptions, SnapshotTarget, WorktreeSnapshot } from "./worktree.js";
+export { snapshotWorktree } from "./worktree.js";

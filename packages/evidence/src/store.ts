@@ -1,0 +1,172 @@
+import type { JsonValue } from "./canonical.js";
+import type { Digest, Hasher } from "./hash.js";
+import type { Tree, TreeEntry } from "./objects.js";
+
+/** Object kinds the {@link ObjectStore} keeps apart. */
+export type ObjectKind = "blob" | "tree";
+
+/** An object with its id and the exact bytes the id covers (what {@link ObjectStore.putMany} takes). */
+export interface StoredObject {
+  readonly kind: ObjectKind;
+  readonly digest: Digest;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * Content-addressed blobs and trees (DI token `TOKENS.ObjectStore`). Writes are deduplicated by
+ * id; every read re-hashes and fails closed, so a corrupted object is never returned.
+ */
+export interface ObjectStore {
+  /** Store a blob; returns its id. Not synced by itself: the next synced fact log append makes it durable. */
+  putBlob(bytes: Uint8Array): Promise<Digest>;
+  /**
+   * Store a tree; returns its id.
+   * @throws EvidenceError `ASP_EVIDENCE_BAD_PATH`, `ASP_EVIDENCE_BAD_OBJECT`, `ASP_EVIDENCE_BAD_DIGEST` for bad entries.
+   */
+  putTree(entries: readonly TreeEntry[]): Promise<Digest>;
+  /**
+   * Store many objects in one batch, skipping those already present; returns how many were written.
+   * @throws EvidenceError `ASP_EVIDENCE_INTEGRITY` when an object's bytes do not hash to its digest (nothing is written).
+   */
+  putMany(objects: readonly StoredObject[]): Promise<number>;
+  /** True when the object is present (not verified). */
+  has(kind: ObjectKind, digest: Digest): Promise<boolean>;
+  /**
+   * The blob's bytes, verified against its id.
+   * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_BAD_DIGEST`.
+   */
+  readBlob(digest: Digest): Promise<Uint8Array>;
+  /**
+   * The decoded tree, verified against its id.
+   * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_BAD_DIGEST`.
+   */
+  readTree(digest: Digest): Promise<Tree>;
+}
+
+/** A secondary index key of a fact: list facts by (name, value) later. */
+export interface FactIndexKey {
+  readonly name: string;
+  readonly value: string;
+}
+
+/** What a caller appends. */
+export interface FactInput {
+  /** What the fact is, e.g. `rollout.selection` (1–128 of `A-Za-z0-9._:/-`, starting alphanumeric). */
+  readonly kind: string;
+  /** Any JSON value with a canonical form (see `canonicalize`). */
+  readonly record: unknown;
+  /** Secondary index keys (names like kinds; values up to 1024 chars, no NUL). */
+  readonly index?: readonly FactIndexKey[];
+  /** State keys this fact becomes the latest for (read back with {@link FactLog.latest}). */
+  readonly state?: readonly string[];
+}
+
+/** One committed, verified fact. `digest` covers every other field. */
+export interface FactEntry {
+  /** 1, 2, 3 ... without gaps. */
+  readonly seq: number;
+  readonly kind: string;
+  readonly record: JsonValue;
+  /** ISO 8601 time from the store's clock when it was appended. */
+  readonly at: string;
+  readonly index: readonly FactIndexKey[];
+  readonly state: readonly string[];
+  /** Digest of the previous entry; `null` for seq 1. */
+  readonly prev: Digest | null;
+  readonly digest: Digest;
+}
+
+/** The last entry of the log. */
+export interface FactLogHead {
+  readonly seq: number;
+  readonly digest: Digest;
+}
+
+/** Filters for {@link FactLog.list}; `kind` and `index` are exclusive ways in, ordered by seq. */
+export interface FactQuery {
+  readonly kind?: string;
+  readonly index?: FactIndexKey;
+  /** Only entries with a larger seq (smaller when `reverse`). */
+  readonly afterSeq?: number;
+  readonly limit?: number;
+  readonly reverse?: boolean;
+}
+
+/** Outcome of {@link FactLog.verify}: either the whole chain holds, or the first bad seq. */
+export type VerifyResult =
+  | { readonly ok: true; readonly entries: number; readonly head: FactLogHead | null }
+  | { readonly ok: false; readonly entries: number; readonly seq: number; readonly reason: string };
+
+/**
+ * The durable, append-only, hash-chained fact log (DI token `TOKENS.FactLog`, DESIGN §8).
+ * Every read is verified; nothing unverifiable is ever returned.
+ */
+export interface FactLog {
+  /**
+   * Append entries, their index rows and state rows in one atomic batch with `sync: true`;
+   * resolves only once durable, with the committed entries.
+   * @throws EvidenceError `ASP_EVIDENCE_BAD_OBJECT` (bad kind/index/state), `ASP_EVIDENCE_NON_CANONICAL_VALUE`
+   *   (record), `ASP_EVIDENCE_STORE_CLOSED`. Nothing is written when any entry is bad.
+   */
+  append(entries: readonly FactInput[]): Promise<FactEntry[]>;
+  /**
+   * The entry at `seq`, verified (own digest and the link from its successor or the head).
+   * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND`, `ASP_EVIDENCE_CHAIN_BROKEN`.
+   */
+  read(seq: number): Promise<FactEntry>;
+  /**
+   * The entry with this digest, verified.
+   * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND`, `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_BAD_DIGEST`.
+   */
+  readByDigest(digest: Digest): Promise<FactEntry>;
+  /**
+   * The latest entry that named `key` in its `state`, verified; `undefined` when none did.
+   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.
+   */
+  latest(key: string): Promise<FactEntry | undefined>;
+  /**
+   * Entries by kind, by index key, or all, ordered by seq; each verified.
+   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.
+   */
+  list(query?: FactQuery): Promise<FactEntry[]>;
+  /** The last committed entry, or `null` for an empty log. */
+  head(): Promise<FactLogHead | null>;
+  /** Walk the whole chain; names the first bad seq. Never throws for a broken chain. */
+  verify(): Promise<VerifyResult>;
+  /**
+   * Drop and rebuild every secondary index (kind, index keys, state, digest) from the log.
+   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify (indexes stay marked stale).
+   */
+  rebuildIndexes(): Promise<void>;
+  /** Close the store this log belongs to (the object store closes with it). */
+  close(): Promise<void>;
+}
+
+/** The clock port (DI token `TOKENS.Clock`); facts carry its time. */
+export interface Clock {
+  now(): Date;
+}
+
+/** The fact log and object store of one store, opened together. */
+export interface Store {
+  /** Absolute directory, or `memory:`. */
+  readonly location: string;
+  /** Random id of this store, fixed at creation. */
+  readonly id: string;
+  readonly log: FactLog;
+  readonly objects: ObjectStore;
+  readonly hasher: Hasher;
+  /** Close the database; later calls fail with `ASP_EVIDENCE_STORE_CLOSED`. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Options of `openStore` and `createMemoryStore`. */
+export interface StoreOptions {
+  /** Defaults to the system clock. */
+  readonly clock?: Clock;
+  /** Defaults to the `node:crypto` hasher. */
+  readonly hasher?: Hasher;
+}
+
+/** A typed DI token: a symbol that remembers the type it resolves to (tsyringe accepts symbols). */
+export type InjectionToken<T> = symbol & { readonly __type?: T };
