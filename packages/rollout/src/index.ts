@@ -1,0 +1,73 @@
+/**
+ * `@asp/rollout`: the Auto Mode rollout and configuration layer.
+ *
+ * - twelve independent, default-off stage flags ({@link StageFlags.isEnabled} is the only query),
+ * - strict closed-vocabulary parsing of Auto Mode configuration ({@link parseAutoModeConfig}),
+ * - the Stage 2 selection precedence ({@link resolveSelection}) with preset normalization,
+ * - the contract's thirteen budget ceilings, which configuration may only tighten
+ *   ({@link tightenBudgets}), and admission that counts only while the owning stage is on
+ *   ({@link createBudgetMeter}).
+ *
+ * @packageDocumentation
+ */
+
+export type {
+  Admission,
+  BudgetMeterOptions,
+  BudgetOverrides,
+  BudgetSet,
+  BudgetSpec,
+  ConsumableBudget,
+  ResolvedBudgets,
+} from "./budgets.js";
+export {
+  BUDGET_TABLE,
+  BudgetMeter,
+  createBudgetMeter,
+  DEFAULT_BUDGETS,
+  defaultBudgets,
+  GUARDIAN_WINDOW_SIZE,
+  isBudgetActive,
+  parseBudgetValue,
+  tightenBudgets,
+} from "./budgets.js";
+export type { ConfigScope, ParseConfigOptions, ParsedAutoModeConfig, SelectionKey } from "./config.js";
+export {
+  CONFIG_SCOPES,
+  hasExplicitSelection,
+  parseAutoModeConfig,
+  SELECTION_KEYS,
+  toAutoModeConfig,
+} from "./config.js";
+export type { Environment } from "./env.js";
+export { aliasOf, CONTRACT_ENV_PREFIX } from "./env.js";
+export type { RolloutErrorCode } from "./errors.js";
+export { RolloutError } from "./errors.js";
+export type { StageFlagInputs, StageFlagState } from "./flags.js";
+export { createStageFlags, isStageFlags, resolveStageFlags, STAGE_ENV_VARS, StageFlags } from "./flags.js";
+export type { ValueLocation } from "./parse.js";
+export { FALSE_SPELLINGS, parseBoolean, parseEnum, parsePositiveNumber, TRUE_SPELLINGS } from "./parse.js";
+export type {
+  ConfigurationReport,
+  ReportedValue,
+  ResolveConfigurationInputs,
+  ResolvedConfiguration,
+} from "./resolve.js";
+export { configurationReport, isResolvedConfiguration, resolveConfiguration } from "./resolve.js";
+export type {
+  AutoModeSelection,
+  LegacyReviewAuto,
+  Normalization,
+  ResolvedSelection,
+  SelectionInputs,
+  SessionState,
+} from "./selection.js";
+export {
+  BUILT_IN_SELECTION,
+  legacyReviewAutoKey,
+  normalizeSelection,
+  resolveSelection,
+} from "./selection.js";
+export type { ValueSource, ValueSourceKind } from "./sources.js";
+export { BUILT_IN, formatSource, sourceOf, VALUE_SOURCE_KINDS } from "./sources.js";
+export { ROLLOUT_TOKENS } from "./tokens.js";

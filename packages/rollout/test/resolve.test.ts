@@ -1,0 +1,117 @@
+import { BUDGET_LIMITS, STAGE_FLAGS } from "@asp/contracts";
+import { describe, expect, it } from "vitest";
+import {
+  configurationReport,
+  formatSource,
+  isResolvedConfiguration,
+  resolveConfiguration,
+  sourceOf,
+} from "../src/index.js";
+
+describe("resolveConfiguration", () => {
+  describe("when the environment has unknown variables in the contract's namespaces", () => {
+    it.each([
+      ["OPENAI4S_STAGE13_EXTRA"],
+      ["OPENAI4S_STAGE1_TRUSTED_DELIVERYY"],
+      ["OPENAI4S_AUTO_MAX_REVEIW_ROUNDS"],
+      ["OPENAI4S_AUTO_MODE"],
+    ])("rejects %s with ASP_ROLLOUT_UNKNOWN_KEY naming it", (name) => {
+      try {
+        resolveConfiguration({ env: { [name]: "1" } });
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toMatchObject({ code: "ASP_ROLLOUT_UNKNOWN_KEY", data: { key: name, source: "env" } });
+      }
+    });
+
+    it("rejects unknown alias-namespaced variables only when the alias is configured", () => {
+      expect(() => resolveConfiguration({ env: { ASP_STAGE99: "1" }, aliasPrefix: "ASP_" })).toThrowWithCode(
+        "ASP_ROLLOUT_UNKNOWN_KEY",
+      );
+      expect(() => resolveConfiguration({ env: { ASP_STAGE99: "1" } })).not.toThrow();
+    });
+
+    it("ignores other variables, including other OPENAI4S_ ones and unset ones", () => {
+      expect(() =>
+        resolveConfiguration({ env: { PATH: "/bin", OPENAI4S_API_BASE: "x", OPENAI4S_STAGE13_X: undefined } }),
+      ).not.toThrow();
+    });
+  });
+
+  describe("when everything is configured", () => {
+    const config = resolveConfiguration({
+      env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1", OPENAI4S_AUTO_MAX_REPAIR_ROUNDS: "1" },
+      deployment: { preset: "on", stages: { stage5_auto_repair: true }, budgets: { wall_time_s: 600 } },
+      deploymentOrigin: "deploy.json",
+      project: { result_review_mode: "review_only", approvals_reviewer: "auto_review" },
+      projectOrigin: "project.json",
+      legacyReviewAuto: { rootFrameId: "f1", value: "1" },
+    });
+
+    it("resolves flags, selection and budgets together", () => {
+      expect(isResolvedConfiguration(config)).toBe(true);
+      expect(config.flags.enabled()).toEqual(["stage2_auto_run_storage", "stage5_auto_repair"]);
+      expect(config.selection.selection).toEqual({
+        preset: "off",
+        result_review_mode: "review_only",
+        approvals_reviewer: "auto_review",
+        source: "project",
+        normalized: false,
+      });
+      expect(config.budgets.values).toMatchObject({ wall_time_s: 600, max_repair_rounds: 1, max_review_rounds: 2 });
+    });
+
+    it("reports every flag, selection value and budget with its source", () => {
+      const report = configurationReport(config);
+      expect(Object.keys(report.stages)).toEqual([...STAGE_FLAGS]);
+      expect(Object.keys(report.budgets)).toEqual([...BUDGET_LIMITS]);
+      expect(report.stages.stage2_auto_run_storage).toEqual({
+        enabled: true,
+        env: "OPENAI4S_STAGE2_AUTO_RUN_STORAGE",
+        source: { kind: "env", key: "OPENAI4S_STAGE2_AUTO_RUN_STORAGE", origin: null },
+      });
+      expect(report.stages.stage5_auto_repair.source).toEqual({
+        kind: "deployment",
+        key: "stages.stage5_auto_repair",
+        origin: "deploy.json",
+      });
+      expect(report.selection).toMatchObject({
+        source: "project",
+        result_review_mode: { value: "review_only", source: { kind: "project", key: "result_review_mode" } },
+        preset: { value: "off", source: { kind: "built_in" } },
+      });
+      expect(report.budgets.max_repair_rounds).toMatchObject({
+        value: 1,
+        ceiling: 2,
+        env: "OPENAI4S_AUTO_MAX_REPAIR_ROUNDS",
+        owners: ["stage5_auto_repair"],
+        active: true,
+        source: { kind: "env", key: "OPENAI4S_AUTO_MAX_REPAIR_ROUNDS" },
+      });
+      expect(report.budgets.guardian_timeout_s.active).toBe(false);
+      expect(JSON.parse(JSON.stringify(report))).toEqual(report);
+    });
+  });
+
+  describe("when nothing is configured", () => {
+    it("is all built-in", () => {
+      const report = configurationReport(resolveConfiguration());
+      expect(Object.values(report.stages).every((s) => !s.enabled && s.source.kind === "built_in")).toBe(true);
+      expect(report.selection.source).toBe("built_in");
+      expect(Object.values(report.budgets).every((b) => b.value === b.ceiling && b.source.kind === "built_in")).toBe(
+        true,
+      );
+    });
+  });
+});
+
+describe("formatSource", () => {
+  it.each([
+    [sourceOf("built_in"), "built-in default"],
+    [sourceOf("env", "OPENAI4S_AUTO_WALL_TIME_S"), "env OPENAI4S_AUTO_WALL_TIME_S"],
+    [sourceOf("deployment", "budgets.wall_time_s", "deploy.json"), "deployment (deploy.json) budgets.wall_time_s"],
+    [sourceOf("imported_quarantine"), "imported_quarantine"],
+  ])("formats %j as %s", (source, text) => {
+    expect(formatSource(source)).toBe(text);
+  });
+});
