@@ -43,7 +43,16 @@ describe("asp", () => {
     });
     it("exits 64 and names the pointer when the policy is invalid", async () => {
       const dir = mkdtempSync(join(tmpdir(), "asp-cli-"));
-      writeFileSync(join(dir, "asp.policy.json"), JSON.stringify({ apiVersion: "asp.policy/v1", requirements: [], providers: [], grants: [], failPolicy: { stale: { gate: "open" } } }));
+      writeFileSync(
+        join(dir, "asp.policy.json"),
+        JSON.stringify({
+          apiVersion: "asp.policy/v1",
+          requirements: [],
+          providers: [],
+          grants: [],
+          failPolicy: { stale: { gate: "open" } },
+        }),
+      );
       const r = await runInProcess(["status"], { cwd: dir });
       expect(r.code).toBe(EXIT.usage);
       expect(r.stdout).toContain("/failPolicy/stale/gate");

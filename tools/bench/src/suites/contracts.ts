@@ -36,8 +36,19 @@ const suite: Suite = {
     const value = JSON.parse(text) as unknown;
     if (!validateAssessment(value).ok) throw new Error("bench fixture is not a valid Assessment");
     ctx.progress(`assessment: ${text.length} bytes`);
-    const common = { baselineName: "JSON.parse of the same bytes", baseline: () => JSON.parse(text), iterations: 2000, rounds: 21 };
-    ctx.report(await compare({ ...common, name: "ajv validate(assessment) 10 KB", subject: () => validate("assessment", value) }));
+    const common = {
+      baselineName: "JSON.parse of the same bytes",
+      baseline: () => JSON.parse(text),
+      iterations: 2000,
+      rounds: 21,
+    };
+    ctx.report(
+      await compare({
+        ...common,
+        name: "ajv validate(assessment) 10 KB",
+        subject: () => validate("assessment", value),
+      }),
+    );
     ctx.report(
       await compare({
         ...common,
