@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
+import { registerConfig } from "./config.js";
 import { registerStatus } from "./status.js";
 
 /** Every `asp` subcommand, in help order. A new command adds one line here. */
-export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void> = [registerStatus];
+export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void> = [registerStatus, registerConfig];
