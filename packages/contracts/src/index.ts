@@ -83,6 +83,35 @@ export {
   ProviderManifestSchema,
   VerdictSchema,
 } from "./schemas/host.js";
+export type {
+  AssessParams,
+  InitializedParams,
+  InitializeParams,
+  InitializeResult,
+  InspectParams,
+  InspectResult,
+  ProposeParams,
+  ReadBlobParams,
+  ReadBlobResult,
+  ReadTreeParams,
+  ReadTreeResult,
+} from "./schemas/protocol.js";
+export {
+  AssessParamsSchema,
+  InitializedParamsSchema,
+  InitializeParamsSchema,
+  InitializeResultSchema,
+  InspectParamsSchema,
+  InspectResultSchema,
+  METHODS,
+  PROTOCOL_ERRORS,
+  PROTOCOL_VERSION,
+  ProposeParamsSchema,
+  ReadBlobParamsSchema,
+  ReadBlobResultSchema,
+  ReadTreeParamsSchema,
+  ReadTreeResultSchema,
+} from "./schemas/protocol.js";
 export type { ValidationError, ValidationResult } from "./validate.js";
 export { assertValid, MAX_REPORTED_ERRORS, validate, validateAssessment, validateEditPlan } from "./validate.js";
 export type {

@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import * as A from "./schemas/auto-mode.js";
 import * as H from "./schemas/host.js";
+import * as P from "./schemas/protocol.js";
 
 /** Base of every schema `$id`. The files ship in this package under `schemas/`. */
 export const SCHEMA_ID_BASE = "https://asp-toolkit.dev/schemas/v1/";
@@ -108,6 +109,53 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
   "event-repair-started": def(A.RepairStartedEventSchema, "repair_started", "Auto Mode event."),
   "event-repair-completed": def(A.RepairCompletedEventSchema, "repair_completed", "Auto Mode event."),
   "event-auto-run-terminal": def(A.AutoRunTerminalEventSchema, "auto_run_terminal", "Auto Mode terminal event."),
+  "protocol-initialize-params": def(
+    P.InitializeParamsSchema,
+    "initialize params",
+    "host -> provider: host identity and protocol version.",
+  ),
+  "protocol-initialize-result": def(
+    P.InitializeResultSchema,
+    "initialize result",
+    "provider -> host: identity, version, diagnostic sources, capabilities.",
+  ),
+  "protocol-initialized-params": def(
+    P.InitializedParamsSchema,
+    "initialized params",
+    "host -> provider: the requirements trusted policy granted.",
+  ),
+  "protocol-assess-params": def(
+    P.AssessParamsSchema,
+    "check/assess params",
+    "The host's baseline and changeset for one assessment.",
+  ),
+  "protocol-read-blob-params": def(
+    P.ReadBlobParamsSchema,
+    "host/readBlob params",
+    "A blob read bound to a live request's baseline.",
+  ),
+  "protocol-read-blob-result": def(P.ReadBlobResultSchema, "host/readBlob result", "Blob bytes, base64."),
+  "protocol-read-tree-params": def(
+    P.ReadTreeParamsSchema,
+    "host/readTree params",
+    "A tree read bound to a live request's baseline.",
+  ),
+  "protocol-read-tree-result": def(P.ReadTreeResultSchema, "host/readTree result", "A tree's direct entries."),
+  "protocol-inspect-params": def(
+    P.InspectParamsSchema,
+    "inspect/query params",
+    "A read-only graph/search/impact query.",
+  ),
+  "protocol-inspect-result": def(
+    P.InspectResultSchema,
+    "inspect/query result",
+    "Provider-owned query results bound to the baseline.",
+  ),
+  "protocol-propose-params": def(
+    P.ProposeParamsSchema,
+    "edit/propose params",
+    "An edit intent against a baseline; the answer is an EditPlan.",
+  ),
 };
 
 /** Name of a published schema. */
@@ -144,6 +192,17 @@ export interface SchemaTypes {
   "event-repair-started": A.RepairStartedEvent;
   "event-repair-completed": A.RepairCompletedEvent;
   "event-auto-run-terminal": A.AutoRunTerminalEvent;
+  "protocol-initialize-params": P.InitializeParams;
+  "protocol-initialize-result": P.InitializeResult;
+  "protocol-initialized-params": P.InitializedParams;
+  "protocol-assess-params": P.AssessParams;
+  "protocol-read-blob-params": P.ReadBlobParams;
+  "protocol-read-blob-result": P.ReadBlobResult;
+  "protocol-read-tree-params": P.ReadTreeParams;
+  "protocol-read-tree-result": P.ReadTreeResult;
+  "protocol-inspect-params": P.InspectParams;
+  "protocol-inspect-result": P.InspectResult;
+  "protocol-propose-params": P.ProposeParams;
 }
 
 /** Every schema name, in publication order. */
