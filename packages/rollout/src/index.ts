@@ -6,7 +6,9 @@
  * - the Stage 2 selection precedence ({@link resolveSelection}) with preset normalization,
  * - the contract's thirteen budget ceilings, which configuration may only tighten
  *   ({@link tightenBudgets}), and admission that counts only while the owning stage is on
- *   ({@link createBudgetMeter}).
+ *   ({@link createBudgetMeter}),
+ * - Stage 2 persistence of the selection and budget set with the run, through the evidence fact
+ *   log, so a reopen never re-resolves differently ({@link createSelectionStore}).
  *
  * @packageDocumentation
  */
@@ -47,6 +49,16 @@ export type { StageFlagInputs, StageFlagState } from "./flags.js";
 export { createStageFlags, isStageFlags, resolveStageFlags, STAGE_ENV_VARS, StageFlags } from "./flags.js";
 export type { ValueLocation } from "./parse.js";
 export { FALSE_SPELLINGS, parseBoolean, parseEnum, parsePositiveNumber, TRUE_SPELLINGS } from "./parse.js";
+export type { PersistedSelection, RunConfiguration, SelectionStoreOptions, StoredSelection } from "./persist.js";
+export {
+  checkRunIdentity,
+  createSelectionStore,
+  isPersistedSelection,
+  RUN_INDEX_NAME,
+  runKey,
+  SELECTION_FACT_KIND,
+  SelectionStore,
+} from "./persist.js";
 export type {
   ConfigurationReport,
   ReportedValue,
