@@ -61,7 +61,9 @@ const UPSTREAM: Record<string, string[]> = {
 export function allowedImports(dir: string, libraryNames: ReadonlyArray<string>): Set<string> {
   const [group, entry] = dir.split("/") as [string, string];
   if (group === "plugins") return new Set(["@asp/sdk", "@asp/contracts"]);
-  if (group === "apps" || group === "tools") return new Set(libraryNames);
+  // The CLI embeds the conformance kit (`asp conformance`); tools may use any library.
+  if (group === "apps") return new Set([...libraryNames, "@asp/conformance"]);
+  if (group === "tools") return new Set(libraryNames);
   const upstream = UPSTREAM[entry];
   if (upstream === undefined) {
     throw new Error(`${dir} is not in the dependency DAG of DESIGN §2: add it to UPSTREAM in test/lib/workspace.ts`);
