@@ -422,6 +422,20 @@ export const PolicySchema = Type.Object(
         Closed,
       ),
     ),
+    host: Type.Optional(
+      Type.Object(
+        {
+          implementation: Id,
+          version: Type.Optional(SemVer),
+          digest: Type.Optional(Digest),
+        },
+        {
+          ...Closed,
+          description:
+            "the trusted host implementation that decides under this policy; a candidate policy that changes it selects a privileged host implementation (host §7)",
+        },
+      ),
+    ),
     budgets: Type.Optional(
       Type.Object(
         {
