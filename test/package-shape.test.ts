@@ -78,3 +78,13 @@ describe("package shape", () => {
     }
   });
 });
+
+describe("API docs", () => {
+  it("turbo builds every documented package before typedoc runs", () => {
+    const documented = json<{ entryPoints: string[] }>("typedoc.json").entryPoints;
+    const turbo = json<{ tasks: Record<string, { dependsOn?: string[] }> }>("turbo.json");
+    const deps = turbo.tasks["//#docs:build"]?.dependsOn ?? [];
+    const expected = documented.map((dir) => `${packages.find((p) => p.dir === dir)?.name}#build`);
+    expect([...deps].sort()).toEqual([...expected].sort());
+  });
+});
