@@ -1,0 +1,61 @@
+/**
+ * `@asp/sdk`: what a plugin author imports.
+ *
+ * - {@link defineProvider}: a check / inspect / edit provider speaking the Core Profile wire
+ *   protocol over stdio (vscode-jsonrpc), with content read only through host callbacks and
+ *   `validAsOf` filled in by the SDK,
+ * - {@link defineVerifier} and {@link defineSandbox}: in-process plugins declared in two phases
+ *   (`register`, then `init` with typed dependencies), loaded by `@asp/plugin-host`.
+ *
+ * @packageDocumentation
+ */
+
+export type { SdkErrorCode } from "./errors.js";
+export { SDK_ERROR_CODES, SdkError } from "./errors.js";
+export type {
+  DependencyMap,
+  DependencyRef,
+  GuardianRequest,
+  GuardianResponse,
+  PluginDeclaration,
+  PluginInit,
+  PluginInitContext,
+  PluginRegistrar,
+  ResolvedDependencies,
+  ReviewFinding,
+  ReviewRequest,
+  ReviewResponse,
+  Sandbox,
+  SandboxPlugin,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifierPlugin,
+  VerifyRequest,
+  VerifyResponse,
+} from "./plugin.js";
+export {
+  createDependencyRef,
+  defineSandbox,
+  defineVerifier,
+  isSandboxPlugin,
+  isVerifierPlugin,
+} from "./plugin.js";
+export type {
+  AssessContext,
+  AssessOutcome,
+  ChangedPath,
+  FileInfo,
+  InspectContext,
+  InspectOutcome,
+  ListenOptions,
+  ProposeContext,
+  ProposeOutcome,
+  ProviderDefinition,
+  ProviderInfo,
+  ProviderSession,
+  ProviderSpec,
+  RequestContext,
+  TreeEntryInfo,
+} from "./provider.js";
+export { defineProvider, isProviderDefinition } from "./provider.js";

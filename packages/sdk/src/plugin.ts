@@ -1,0 +1,222 @@
+import type {
+  FindingSeverity,
+  GuardianDecision,
+  PluginCapability,
+  ReviewVerdict,
+  RiskLevel,
+  TransactionGuarantee,
+} from "@asp/contracts";
+import { PLUGIN_CAPABILITIES } from "@asp/contracts";
+import { SdkError } from "./errors.js";
+
+// The brands below are the contract between the SDK and `@asp/plugin-host` (which may not import
+// the SDK, DESIGN §2): a plugin's default export must carry exactly these `$$type` values.
+const VERIFIER_BRAND = "@asp/VerifierPlugin";
+const SANDBOX_BRAND = "@asp/SandboxPlugin";
+const DEPENDENCY_BRAND = "@asp/DependencyRef";
+
+/** A typed reference to a host service; the host resolves `Symbol.for(key)` from its container. */
+export interface DependencyRef<T> {
+  readonly $$type: typeof DEPENDENCY_BRAND;
+  readonly key: string;
+  /** Phantom: never set, only carries `T`. */
+  readonly __type?: T;
+}
+
+/**
+ * Name a host service a plugin depends on, by the `Symbol.for` key of its DI token (for example
+ * `asp.evidence.Clock`).
+ *
+ * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for an empty key.
+ */
+export function createDependencyRef<T>(key: string): DependencyRef<T> {
+  if (typeof key !== "string" || key.length === 0) {
+    throw new SdkError("ASP_SDK_INVALID_DEFINITION", "a dependency key must be a non-empty string");
+  }
+  return Object.freeze({ $$type: DEPENDENCY_BRAND, key });
+}
+
+/** Dependencies a plugin asks for, by name. */
+export type DependencyMap = Readonly<Record<string, DependencyRef<unknown>>>;
+
+/** The resolved services, by the same names. */
+export type ResolvedDependencies<D extends DependencyMap> = {
+  readonly [K in keyof D]: D[K] extends DependencyRef<infer T> ? T : never;
+};
+
+/** What `init` receives besides its dependencies. */
+export interface PluginInitContext {
+  /** The plugin id from its signed manifest. */
+  readonly id: string;
+  /** Options from the host's trusted configuration, already validated against `optionsSchema`. */
+  readonly options: unknown;
+}
+
+/** The second phase of a plugin: its dependencies and the function that builds the service. */
+export interface PluginInit<P, D extends DependencyMap> {
+  readonly deps: D;
+  readonly init: (deps: ResolvedDependencies<D>, ctx: PluginInitContext) => P;
+}
+
+/** Handed to `register`: the plugin declares its init once. */
+export interface PluginRegistrar<P> {
+  registerInit<D extends DependencyMap>(init: PluginInit<P, D>): void;
+}
+
+/** A Reviewer's input: what to judge (shape owned by the Auto Mode engine). */
+export interface ReviewRequest {
+  readonly kind: "review";
+  readonly subject: unknown;
+  readonly signal?: AbortSignal;
+}
+
+/** A Guardian's input: one permission request that deterministic policy marked `ask`. */
+export interface GuardianRequest {
+  readonly kind: "guardian";
+  readonly actionDigest: string;
+  readonly actionClass: string;
+  readonly subject: unknown;
+  readonly signal?: AbortSignal;
+}
+
+/** A verifier's request. */
+export type VerifyRequest = ReviewRequest | GuardianRequest;
+
+/** One Reviewer finding. */
+export interface ReviewFinding {
+  readonly severity: FindingSeverity;
+  readonly title: string;
+  readonly detail?: string;
+  readonly path?: string;
+}
+
+/** A Reviewer's answer. */
+export interface ReviewResponse {
+  readonly kind: "review";
+  readonly verdict: ReviewVerdict;
+  readonly findings: readonly ReviewFinding[];
+}
+
+/** A Guardian's answer (the host binds it to the action digest and records it). */
+export interface GuardianResponse {
+  readonly kind: "guardian";
+  readonly decision: GuardianDecision;
+  readonly risk: RiskLevel;
+  readonly recoverable: boolean;
+  readonly rationale: string;
+}
+
+/** A verifier's answer. */
+export type VerifyResponse = ReviewResponse | GuardianResponse;
+
+/** The verifier port (Reviewer and/or Guardian), registered under the host's `TOKENS.Verifier`. */
+export interface Verifier {
+  verify(request: VerifyRequest): Promise<VerifyResponse>;
+}
+
+/** What a sandbox is asked to stage: whole-file writes (null deletes) against a root. */
+export interface StageRequest {
+  readonly root: string;
+  readonly writes: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | null }>;
+  readonly signal?: AbortSignal;
+}
+
+/** What a sandbox achieved: the host reports this guarantee, never more. */
+export interface StageResult {
+  readonly applied: boolean;
+  readonly guarantee: TransactionGuarantee;
+  readonly detail?: string;
+}
+
+/** The sandbox port, registered under the host's `TOKENS.Sandbox`. */
+export interface Sandbox {
+  stage(request: StageRequest): Promise<StageResult>;
+}
+
+/** Declaration of an in-process plugin (two phases: `register` now, `init` when the host composes). */
+export interface PluginDeclaration<P, C extends PluginCapability> {
+  readonly id: string;
+  readonly capabilities: readonly C[];
+  /** JSON Schema of the plugin's options; the host validates them with ajv before `init`. */
+  readonly optionsSchema?: Readonly<Record<string, unknown>>;
+  readonly register: (reg: PluginRegistrar<P>) => void;
+}
+
+/** A verifier plugin: the branded value its entry module exports as `default`. */
+export interface VerifierPlugin extends PluginDeclaration<Verifier, "review" | "guardian"> {
+  readonly $$type: typeof VERIFIER_BRAND;
+  readonly version: 1;
+  readonly kind: "verifier";
+}
+
+/** A sandbox plugin: the branded value its entry module exports as `default`. */
+export interface SandboxPlugin
+  extends PluginDeclaration<Sandbox, "sandbox:content_api" | "sandbox:staged_snapshot" | "sandbox:bubblewrap"> {
+  readonly $$type: typeof SANDBOX_BRAND;
+  readonly version: 1;
+  readonly kind: "sandbox";
+}
+
+function checkDeclaration(what: string, decl: PluginDeclaration<unknown, PluginCapability>, allowed: string[]): void {
+  const bad = (message: string, field: string): never => {
+    throw new SdkError("ASP_SDK_INVALID_DEFINITION", `${what}: ${message}`, { data: { field } });
+  };
+  if (typeof decl !== "object" || decl === null) bad("needs a declaration object", "");
+  if (typeof decl.id !== "string" || decl.id.length === 0) bad("id must be a non-empty string", "id");
+  if (!Array.isArray(decl.capabilities) || decl.capabilities.length === 0) {
+    bad("capabilities must be a non-empty array", "capabilities");
+  }
+  for (const c of decl.capabilities) {
+    if (!(PLUGIN_CAPABILITIES as readonly string[]).includes(c) || !allowed.includes(c)) {
+      bad(`capability ${JSON.stringify(c)} is not one of ${allowed.join(", ")}`, "capabilities");
+    }
+  }
+  if (typeof decl.register !== "function") bad("register must be a function", "register");
+  if (decl.optionsSchema !== undefined && (typeof decl.optionsSchema !== "object" || decl.optionsSchema === null)) {
+    bad("optionsSchema must be a JSON Schema object", "optionsSchema");
+  }
+}
+
+/**
+ * Declare a verifier plugin (Reviewer, Guardian). Export the result as the entry module's
+ * `default`; nothing runs on import, the host calls `register` after verifying the signature
+ * and the policy grant, and `init` when it composes.
+ *
+ * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for a bad id, capability or register.
+ * @example
+ * ```ts
+ * export default defineVerifier({
+ *   id: "verifier-strict",
+ *   capabilities: ["review"],
+ *   register(reg) {
+ *     reg.registerInit({ deps: {}, init: () => ({ verify: async () => ({ kind: "review", verdict: "pass", findings: [] }) }) });
+ *   },
+ * });
+ * ```
+ */
+export function defineVerifier(decl: PluginDeclaration<Verifier, "review" | "guardian">): VerifierPlugin {
+  checkDeclaration("defineVerifier", decl, ["review", "guardian"]);
+  return Object.freeze({ ...decl, $$type: VERIFIER_BRAND, version: 1, kind: "verifier" });
+}
+
+/**
+ * Declare a sandbox plugin (an assurance mechanism). Same two phases as {@link defineVerifier}.
+ *
+ * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for a bad id, capability or register.
+ */
+export function defineSandbox(
+  decl: PluginDeclaration<Sandbox, "sandbox:content_api" | "sandbox:staged_snapshot" | "sandbox:bubblewrap">,
+): SandboxPlugin {
+  checkDeclaration("defineSandbox", decl, ["sandbox:content_api", "sandbox:staged_snapshot", "sandbox:bubblewrap"]);
+  return Object.freeze({ ...decl, $$type: SANDBOX_BRAND, version: 1, kind: "sandbox" });
+}
+
+/** True for a {@link VerifierPlugin}, including one made by another copy of the SDK. */
+export function isVerifierPlugin(value: unknown): value is VerifierPlugin {
+  return typeof value === "object" && value !== null && (value as { $$type?: unknown }).$$type === VERIFIER_BRAND;
+}
+
+/** True for a {@link SandboxPlugin}, including one made by another copy of the SDK. */
+export function isSandboxPlugin(value: unknown): value is SandboxPlugin {
+  return typeof value === "object" && value !== null && (value as { $$type?: unknown }).$$type === SANDBOX_BRAND;
+}
