@@ -137,6 +137,15 @@ describe("asp config show", () => {
     });
   });
 
+  describe("when the usage is bad", () => {
+    it("exits 64 on an unknown option and on a missing subcommand", async () => {
+      const unknown = await run(["config", "show", "--nope", "--json"]);
+      expect(unknown.code).toBe(EXIT.usage);
+      expect(JSON.parse(unknown.stdout).error.code).toBe("ASP_CLI_USAGE");
+      expect((await run(["config"])).code).toBe(EXIT.usage);
+    });
+  });
+
   describe("when the configuration is bad", () => {
     it.each([
       [{ OPENAI4S_STAGE1_TRUSTED_DELIVERY: "maybe" }, "ASP_ROLLOUT_BAD_BOOLEAN"],

@@ -18,10 +18,12 @@ import { parseBoolean, parseEnum } from "./parse.js";
 
 /** The three configuration scopes, lowest precedence first. */
 export const CONFIG_SCOPES = ["deployment", "project", "frame"] as const;
+/** One of {@link CONFIG_SCOPES}. */
 export type ConfigScope = (typeof CONFIG_SCOPES)[number];
 
 /** The selection keys a configuration may state. */
 export const SELECTION_KEYS = ["preset", "result_review_mode", "approvals_reviewer"] as const;
+/** One of {@link SELECTION_KEYS}. */
 export type SelectionKey = (typeof SELECTION_KEYS)[number];
 
 const TOP_LEVEL_KEYS: ReadonlyArray<string> = [...SELECTION_KEYS, "stages", "budgets"];

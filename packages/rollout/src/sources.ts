@@ -13,6 +13,7 @@ export const VALUE_SOURCE_KINDS = [
   "legacy_review_auto",
   "imported_quarantine",
 ] as const;
+/** One of {@link VALUE_SOURCE_KINDS}. */
 export type ValueSourceKind = (typeof VALUE_SOURCE_KINDS)[number];
 
 /** One value's provenance. */
