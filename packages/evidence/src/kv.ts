@@ -37,6 +37,8 @@ export interface Kv {
   batch(ops: readonly KvOp[], sync: boolean): Promise<void>;
   entries(space: Space, range?: KvRange): AsyncIterable<[string, Uint8Array]>;
   clear(space: Space): Promise<void>;
+  /** True when the database holds any key at all, in any space or outside them. */
+  hasAnyKey(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -102,6 +104,9 @@ export function createMemoryKv(): Kv {
     },
     async clear(s) {
       space(s).clear();
+    },
+    async hasAnyKey() {
+      return SPACES.some((s) => space(s).size > 0);
     },
     async close() {
       closed = true;
@@ -170,6 +175,33 @@ async function checkMarker(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Check LevelDB's CURRENT -> MANIFEST pointer before LevelDB sees the directory, so a store
+ * whose pointer is gone or garbage is refused without LevelDB touching any file in it.
+ */
+async function checkCurrent(dir: string, entries: readonly string[]): Promise<void> {
+  const corrupt = (why: string, cause?: unknown): never => {
+    throw new EvidenceError(
+      "ASP_EVIDENCE_STORE_CORRUPT",
+      `the evidence store at ${dir} is damaged (${why}); it was left untouched`,
+      {
+        ...(cause === undefined ? {} : { cause }),
+        data: { path: dir, reason: why },
+      },
+    );
+  };
+  if (!entries.includes("CURRENT")) corrupt("CURRENT is missing");
+  let current = "";
+  try {
+    current = await readFile(join(dir, "CURRENT"), "utf8");
+  } catch (cause) {
+    corrupt("CURRENT is unreadable", cause);
+  }
+  const m = /^(MANIFEST-\d+)\n$/.exec(current);
+  if (m === null) corrupt("CURRENT does not name a manifest");
+  else if (!entries.includes(m[1] as string)) corrupt(`${m[1]} is missing`);
+}
+
 function codeOf(error: unknown): string | undefined {
   const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
   const cause = e?.cause?.code;
@@ -199,6 +231,7 @@ export async function openLevelKv(dir: string): Promise<Kv> {
     await checkMarker(location);
     // Only our marker: a creation that was interrupted before the database existed.
     create = entries.length === 1;
+    if (!create) await checkCurrent(location, entries);
   }
   const db: Db = new Level<string, Uint8Array>(location, {
     keyEncoding: "utf8",
@@ -277,6 +310,16 @@ export async function openLevelKv(dir: string): Promise<Kv> {
       }
     },
     clear: (s) => wrap(() => sub(s).clear()),
+    hasAnyKey: () =>
+      wrap(async () => {
+        if (closed) throw closedError(location);
+        const it = db.keys({ limit: 1 });
+        try {
+          return (await it.next()) !== undefined;
+        } finally {
+          await it.close();
+        }
+      }),
     async close() {
       if (closed) return;
       closed = true;

@@ -38,16 +38,14 @@ async function storeId(kv: Kv, clock: Clock): Promise<string> {
     return v.id;
   }
   // No format record: only a fresh (or interrupted-at-creation) database may get one now.
-  for (const space of ["log", "meta", "blob", "tree"] as const) {
-    for await (const _ of kv.entries(space, { limit: 1 })) {
-      throw new EvidenceError(
-        "ASP_EVIDENCE_NOT_A_STORE",
-        `${kv.location} holds data but no evidence store format record`,
-        {
-          data: { path: kv.location },
-        },
-      );
-    }
+  if (await kv.hasAnyKey()) {
+    throw new EvidenceError(
+      "ASP_EVIDENCE_NOT_A_STORE",
+      `${kv.location} holds data but no evidence store format record`,
+      {
+        data: { path: kv.location },
+      },
+    );
   }
   const id = randomUUID();
   const record = { format: STORE_FORMAT, version: STORE_VERSION, id, createdAt: clock.now().toISOString() };

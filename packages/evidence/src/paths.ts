@@ -1,13 +1,16 @@
 import { EvidenceError } from "./errors.js";
 
+// A lone UTF-16 surrogate has no UTF-8 form, so no canonical path or tree can carry it.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
  * True when `path` is a normalized relative POSIX path: non-empty segments separated by single
- * `/`, no leading or trailing `/`, no `.` or `..` segment, no backslash, no NUL (the `RelPath`
- * pattern of `@asp/contracts`).
+ * `/`, no leading or trailing `/`, no `.` or `..` segment, no backslash, no NUL, no lone UTF-16
+ * surrogate (the `RelPath` pattern of `@asp/contracts`).
  */
 export function isNormalizedPath(path: string): boolean {
   if (path.length === 0 || path.length > 4096) return false;
-  if (path.includes("\\") || path.includes("\0")) return false;
+  if (path.includes("\\") || path.includes("\0") || LONE_SURROGATE.test(path)) return false;
   for (const seg of path.split("/")) {
     if (seg === "" || seg === "." || seg === "..") return false;
   }
@@ -48,6 +51,7 @@ export function normalizePath(path: string): string {
   if (/^[A-Za-z]:/.test(path)) badPath(path, "is absolute");
   if (path.includes("\\")) badPath(path, "contains a backslash");
   if (path.includes("\0")) badPath(path, "contains NUL");
+  if (LONE_SURROGATE.test(path)) badPath(path, "contains a lone UTF-16 surrogate");
   const segs = path.split("/").filter((s) => s !== "" && s !== ".");
   if (segs.includes("..")) badPath(path, "escapes with '..'");
   if (segs.length === 0) badPath(path, "is empty");
@@ -58,10 +62,17 @@ export function normalizePath(path: string): string {
  * Returns `name` when it is one valid path segment (a tree entry name).
  *
  * @throws EvidenceError `ASP_EVIDENCE_BAD_PATH` for empty, `.`, `..`, or names containing `/`,
- *   a backslash or NUL.
+ *   a backslash, NUL or a lone surrogate.
  */
 export function assertEntryName(name: string): string {
-  if (typeof name !== "string" || name === "" || name === "." || name === ".." || /[/\\\0]/.test(name)) {
+  if (
+    typeof name !== "string" ||
+    name === "" ||
+    name === "." ||
+    name === ".." ||
+    /[/\\\0]/.test(name) ||
+    LONE_SURROGATE.test(name)
+  ) {
     badPath(String(name), "is not a single path segment");
   }
   return name;
