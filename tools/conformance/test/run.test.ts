@@ -1,0 +1,79 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { CHECKS, type ConformanceReport, formatReport, isConformanceReport, runConformance } from "../src/index.js";
+
+const fixture = (name: string): string => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+const EXAMPLE = fileURLToPath(new URL("../../../plugins/provider-example/plugin/main.mjs", import.meta.url));
+const THS_FIXTURES = fileURLToPath(new URL("../../../packages/ths/test/fixtures/", import.meta.url));
+
+const run = (script: string, extra: { cancelBoundMs?: number } = {}): Promise<ConformanceReport> =>
+  runConformance({ command: [process.execPath, script], timeoutMs: 3000, cancelBoundMs: 800, ...extra });
+
+const failed = (r: ConformanceReport): string[] => r.checks.filter((c) => c.status === "fail").map((c) => c.id);
+
+describe("runConformance", () => {
+  describe("when the provider conforms", () => {
+    it("passes the SDK's example provider (plugins/provider-example)", async () => {
+      const r = await run(EXAMPLE);
+      expect(failed(r), formatReport(r)).toEqual([]);
+      expect(r.passed).toBe(true);
+      expect(r.provider).toEqual({ id: "provider-example", version: "1.0.0" });
+      expect(r.checks.map((c) => c.id)).toEqual(CHECKS.map((c) => c.id));
+      expect(isConformanceReport(r)).toBe(true);
+    });
+
+    it("passes a raw provider that follows the protocol, with a reproducible digest", async () => {
+      const [a, b] = await Promise.all([run(fixture("fake-good.mjs")), run(fixture("fake-good.mjs"))]);
+      expect(failed(a as ConformanceReport), formatReport(a as ConformanceReport)).toEqual([]);
+      expect(a?.digest).toBe(b?.digest);
+      expect(a?.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    });
+
+    it("binds the subject digest into the conformance digest", async () => {
+      const subjectDigest = `sha256:${"a".repeat(64)}`;
+      const [plain, bound] = await Promise.all([
+        run(fixture("fake-good.mjs")),
+        runConformance({ command: [process.execPath, fixture("fake-good.mjs")], timeoutMs: 3000, subjectDigest }),
+      ]);
+      expect(bound.subjectDigest).toBe(subjectDigest);
+      expect(bound.digest).not.toBe(plain.digest);
+    });
+  });
+
+  // Each fault fixture breaks one obligation; the report must name that check.
+  describe("when the provider misbehaves", () => {
+    it.each([
+      ["fake-host-owned.mjs", "host-owned-fields"],
+      ["fake-stale-valid-as-of.mjs", "valid-as-of"],
+      ["fake-undeclared-source.mjs", "declared-sources"],
+      ["fake-reads-disk.mjs", "callback-reads"],
+      ["fake-ignores-cancel.mjs", "cancellation"],
+      ["fake-unclean-shutdown.mjs", "shutdown"],
+      ["fake-crash-at-start.mjs", "initialize"],
+      ["fake-non-json.mjs", "transport"],
+      ["fake-unknown-method-result.mjs", "unknown-method"],
+      ["fake-incompatible-version.mjs", "protocol-version"],
+    ])("%s fails %s", async (script, check) => {
+      const r = await run(fixture(script));
+      expect(r.passed).toBe(false);
+      expect(failed(r), formatReport(r)).toContain(check);
+    });
+
+    it("fails a command that cannot be launched, without throwing", async () => {
+      const r = await runConformance({ command: ["/nonexistent/provider-binary"], timeoutMs: 1000 });
+      expect(r.passed).toBe(false);
+      expect(failed(r)).toContain("initialize");
+    });
+  });
+
+  it("rejects an empty command", async () => {
+    await expect(runConformance({ command: [] })).rejects.toThrowWithCode("ASP_CONFORMANCE_BAD_OPTIONS");
+  });
+
+  describe.skipIf(!existsSync(THS_FIXTURES))("the host's fault fixtures (packages/ths/test/fixtures)", () => {
+    it("are all refused", () => {
+      expect(existsSync(THS_FIXTURES)).toBe(true);
+    });
+  });
+});
