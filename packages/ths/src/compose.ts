@@ -1,0 +1,196 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
+import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
+import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
+import { type DependencyContainer, container as rootContainer } from "./di.js";
+import { ThsError } from "./errors.js";
+import { FreshnessAuthority } from "./freshness.js";
+import { Host } from "./host.js";
+import { policyDigest } from "./policy-view.js";
+import type { TrustedProvider } from "./supervisor.js";
+import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvider, THS_TOKENS } from "./tokens.js";
+
+/** The host's own name and version, sent in `initialize` and reported by `host/status`. */
+export const HOST_INFO = Object.freeze({ name: "asp-ths", version: "0.1.0" });
+
+/** Options of {@link composeHost}. */
+export interface ComposeHostOptions {
+  /** An evidence store folder (level), `"memory:"` for an in-memory store, or an opened `Store` (the caller closes it). */
+  readonly store: string | Store;
+  /** A trusted policy file, or the policy document itself. */
+  readonly policy: string | Policy | HostPolicy;
+  /** Trusted public keys for plugin signatures (used with `plugins`). */
+  readonly trustRoots?: readonly string[];
+  /** Plugin folders, loaded through `@asp/plugin-host` when it is available. */
+  readonly plugins?: readonly string[];
+  /** Trusted provider launch manifests from host configuration (never from the repository). */
+  readonly providers?: readonly ProviderManifest[];
+  /** Extra snapshot excludes (gitignore syntax). */
+  readonly excludes?: readonly string[];
+  /** Supervision timings (initialize timeout, shutdown timeout, restart backoff). */
+  readonly timings?: Partial<SupervisorTimings>;
+  /** Clock for timestamps (tests pass a fake one). */
+  readonly clock?: Clock;
+  /** Where PATH and pass-through variables come from (default `process.env`). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Where fail-opens are logged as they happen (default: one JSON line on stderr). */
+  readonly failOpenSink?: FailOpenSink;
+  /** Launch and initialize the providers before returning (default true). */
+  readonly warm?: boolean;
+  /** Override any token after the defaults are registered (own store, clock, sink, ...). */
+  readonly register?: (container: DependencyContainer) => void;
+}
+
+/** A composed host: the {@link Host} plus the container it was resolved from. Closing it closes an owned store. */
+export interface ComposedHost extends Host {
+  readonly container: DependencyContainer;
+  readonly store: Store;
+}
+
+const stderrSink: FailOpenSink = {
+  log(entry) {
+    process.stderr.write(
+      `${JSON.stringify({ event: "asp.fail-open", provider: entry.provider, failClass: entry.failClass, callSite: entry.callSite, decisionId: entry.decisionId })}\n`,
+    );
+  },
+};
+
+function loadPolicy(input: ComposeHostOptions["policy"]): HostPolicy {
+  if (typeof input === "object" && input !== null && "document" in input && "digest" in input) return input;
+  let raw: unknown = input;
+  let what = "policy";
+  if (typeof input === "string") {
+    what = resolve(input);
+    try {
+      raw = JSON.parse(readFileSync(what, "utf8"));
+    } catch (cause) {
+      throw new ThsError("ASP_THS_BAD_POLICY", `cannot read policy ${what}: ${(cause as Error).message}`, {
+        cause,
+        data: { path: what },
+      });
+    }
+  }
+  const r = validate("policy", raw);
+  if (!r.ok) {
+    const e = r.errors[0];
+    throw new ThsError("ASP_THS_BAD_POLICY", `${what}: ${e?.pointer || "/"} ${e?.message ?? "is invalid"}`, {
+      data: { errors: r.errors },
+    });
+  }
+  return { document: r.value, digest: policyDigest(r.value) };
+}
+
+/**
+ * Compose a Trusted Host Service (DESIGN §3): open the store, load the trusted policy, register
+ * every seam under its token in a fresh child container, resolve the {@link Host} and (by
+ * default) warm its providers. Tests compose through this same function with `store:
+ * "memory:"` and a fake clock.
+ *
+ * @throws ThsError `ASP_THS_BAD_POLICY`, `ASP_THS_BAD_MANIFEST`; EvidenceError when the store cannot be opened.
+ * @example
+ * ```ts
+ * const host = await composeHost({ store: "./.asp/store", policy: "./asp.policy.json", providers });
+ * const { envelope } = await host.gate({ repo: "." });
+ * await host.close();
+ * ```
+ */
+export async function composeHost(options: ComposeHostOptions): Promise<ComposedHost> {
+  const policy = loadPolicy(options.policy);
+  const ids = new Set<string>();
+  const providers: TrustedProvider[] = [];
+  for (const m of options.providers ?? []) {
+    const r = validate("provider-manifest", m);
+    if (!r.ok) {
+      const e = r.errors[0];
+      throw new ThsError(
+        "ASP_THS_BAD_MANIFEST",
+        `provider manifest ${String((m as { id?: unknown })?.id)}: ${e?.pointer || "/"} ${e?.message}`,
+        {
+          data: { errors: r.errors },
+        },
+      );
+    }
+    if (ids.has(m.id))
+      throw new ThsError("ASP_THS_BAD_MANIFEST", `provider ${m.id} is configured twice`, { data: { id: m.id } });
+    ids.add(m.id);
+    providers.push({ manifest: r.value, origin: "config", integrityVerified: false });
+  }
+  const refused: RefusedProvider[] = [];
+  if ((options.plugins ?? []).length > 0) {
+    const loaded = await loadPluginProviders(options.plugins ?? [], options.trustRoots ?? [], policy, options.clock);
+    for (const p of loaded.providers) {
+      if (ids.has(p.manifest.id)) continue;
+      ids.add(p.manifest.id);
+      providers.push(p);
+    }
+    refused.push(...loaded.refused);
+  }
+
+  const ownsStore = typeof options.store === "string";
+  const storeOptions = options.clock === undefined ? {} : { clock: options.clock };
+  const store =
+    typeof options.store !== "string"
+      ? options.store
+      : options.store === "memory:"
+        ? await createMemoryStore(storeOptions)
+        : await openStore(options.store, storeOptions);
+
+  const c = rootContainer.createChildContainer();
+  const clock: Clock = options.clock ?? { now: () => new Date() };
+  c.register(TOKENS.FactLog, { useValue: store.log });
+  c.register(TOKENS.ObjectStore, { useValue: store.objects });
+  c.register(TOKENS.Hasher, { useValue: store.hasher });
+  c.register(TOKENS.Clock, { useValue: clock });
+  c.register(THS_TOKENS.StoreId, { useValue: store.id });
+  c.register(THS_TOKENS.Policy, { useValue: policy });
+  c.register(THS_TOKENS.Providers, { useValue: { providers, refused } satisfies ProviderSet });
+  c.register(THS_TOKENS.Budgets, { useValue: budgetsOf(policy.document) });
+  c.register(THS_TOKENS.Timings, { useValue: { ...DEFAULT_TIMINGS, ...options.timings } });
+  c.register(THS_TOKENS.HostInfo, { useValue: HOST_INFO });
+  c.register(THS_TOKENS.LaunchEnv, { useValue: options.env ?? process.env });
+  c.register(THS_TOKENS.FailOpenSink, { useValue: options.failOpenSink ?? stderrSink });
+  c.register(THS_TOKENS.Ids, {
+    useValue: { next: (kind: string) => `${kind === "decision" ? "dec" : "rcpt"}-${randomUUID()}` },
+  });
+  c.register(THS_TOKENS.SnapshotExcludes, { useValue: options.excludes ?? [] });
+  c.register(FreshnessAuthority, { useClass: FreshnessAuthority });
+  options.register?.(c);
+
+  let host: Host;
+  try {
+    host = c.resolve(Host);
+  } catch (error) {
+    if (ownsStore) await store.close();
+    throw error;
+  }
+  const close = host.close.bind(host);
+  const composed = Object.assign(host, {
+    container: c,
+    store,
+    close: async () => {
+      await close();
+      if (ownsStore) await store.close();
+    },
+  });
+  if (options.warm !== false) await host.warm();
+  return composed;
+}
+
+/** Providers loaded from signed plugins (filled in when `@asp/plugin-host` exports `loadPlugins`). */
+async function loadPluginProviders(
+  dirs: readonly string[],
+  _trustRoots: readonly string[],
+  _policy: HostPolicy,
+  _clock: Clock | undefined,
+): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[] }> {
+  return {
+    providers: [],
+    refused: dirs.map((dir) => ({
+      id: `plugins:${dir}`,
+      reason: "unavailable" as const,
+      detail: "plugin loading is not available in this build (no @asp/plugin-host loadPlugins)",
+    })),
+  };
+}

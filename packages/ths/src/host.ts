@@ -1,0 +1,321 @@
+import { relative, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import {
+  type AuditReceipt,
+  CALL_SITES,
+  CAPABILITY_FAMILIES,
+  type CallSite,
+  type CapabilityFamily,
+  type DecisionEnvelope,
+  type HostStatus,
+  type ProviderState,
+  validate,
+} from "@asp/contracts";
+import { type Clock, type FactLog, type ObjectStore, TOKENS } from "@asp/evidence";
+import type { Budgets, SupervisorTimings } from "./budgets.js";
+import { ContentView } from "./content.js";
+import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure } from "./decide.js";
+import { inject, injectable } from "./di.js";
+import { ThsError } from "./errors.js";
+import { type Binding, FreshnessAuthority } from "./freshness.js";
+import { authorityEvidence, initializedGrants, requiredRequirements, verifiedGrants } from "./policy-view.js";
+import { appendDecision, buildReceipt } from "./receipts.js";
+import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
+import { type FailOpenSink, type HostPolicy, type IdSource, type ProviderSet, THS_TOKENS } from "./tokens.js";
+
+/** Progress of one evaluation, for a spinner or log line. */
+export type ProgressEvent =
+  | { readonly phase: "baseline"; readonly baseline: string; readonly changes: number | null }
+  | { readonly phase: "provider-start"; readonly provider: string }
+  | { readonly phase: "provider-done"; readonly provider: string; readonly ok: boolean; readonly detail: string }
+  | { readonly phase: "deciding" };
+
+/** Options of {@link Host.evaluate}. */
+export interface EvaluateOptions {
+  /** The candidate repository folder (default: the current directory). */
+  readonly repo?: string;
+  /** A git revision: the changeset is `base -> worktree`. Otherwise the last recorded baseline, or the empty tree. */
+  readonly base?: string;
+  /** Evaluate the whole tree without a changeset (default true for `sweep`). */
+  readonly wholeTree?: boolean;
+  /** Cancels every in-flight provider request (`$/cancelRequest`); they degrade as `cancelled`. */
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** Requirement-level failures found outside the providers (e.g. policy self-authorization, host §7). */
+  readonly requirementFailures?: readonly RequirementFailure[];
+}
+
+/** What an evaluation returns: the envelope (already durable) and its receipt. */
+export interface EvaluateResult {
+  readonly envelope: DecisionEnvelope;
+  readonly receipt: AuditReceipt;
+  readonly failOpens: readonly FailOpen[];
+}
+
+/** `host/capabilities`: per capability family, the providers offering it and their state. */
+export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: string; readonly state: ProviderState }>>;
+
+/**
+ * The Trusted Host Service (Core Profile): supervises providers, binds every request to a
+ * baseline, collects assessments under budgets, decides, and writes the receipt before it
+ * answers. Compose it with `composeHost`.
+ */
+@injectable()
+export class Host {
+  private readonly supervisors: ProviderSupervisor[];
+  private closed = false;
+
+  constructor(
+    @inject(THS_TOKENS.Policy) readonly policy: HostPolicy,
+    @inject(THS_TOKENS.Providers) private readonly providerSet: ProviderSet,
+    @inject(THS_TOKENS.Budgets) readonly budgets: Budgets,
+    @inject(THS_TOKENS.Timings) timings: SupervisorTimings,
+    @inject(THS_TOKENS.HostInfo) private readonly info: HostInfo,
+    @inject(THS_TOKENS.LaunchEnv) env: Readonly<Record<string, string | undefined>>,
+    @inject(THS_TOKENS.FailOpenSink) private readonly failOpenSink: FailOpenSink,
+    @inject(THS_TOKENS.Ids) private readonly ids: IdSource,
+    @inject(TOKENS.FactLog) readonly log: FactLog,
+    @inject(TOKENS.ObjectStore) private readonly objects: ObjectStore,
+    @inject(TOKENS.Clock) private readonly clock: Clock,
+    @inject(FreshnessAuthority) private readonly freshness: FreshnessAuthority,
+    @inject(THS_TOKENS.StoreId) private readonly storeId: string,
+  ) {
+    this.supervisors = providerSet.providers.map(
+      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy.document, p.manifest), env),
+    );
+  }
+
+  /** Launch and initialize every provider now, in parallel (failures are recorded, not thrown). */
+  async warm(timeoutMs = 10_000): Promise<void> {
+    await Promise.all(this.supervisors.map((s) => s.warm(timeoutMs)));
+  }
+
+  /** `asp check`: the interactive call-site (one whole-host time ceiling). */
+  check(options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    return this.evaluate("interactive", options);
+  }
+
+  /** `asp gate`: the gate call-site (never allow on any failure). */
+  gate(options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    return this.evaluate("gate", options);
+  }
+
+  /** `asp sweep`: the whole tree at the sweep call-site. */
+  sweep(options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    return this.evaluate("sweep", { wholeTree: true, ...options });
+  }
+
+  /**
+   * Evaluate the repository at `callSite` and return the decision envelope, after its receipt
+   * is durable in the fact log.
+   * @throws ThsError `ASP_THS_BAD_REQUEST` (unknown call-site), `ASP_THS_CLOSED`; EvidenceError
+   *   `ASP_EVIDENCE_IO` / `ASP_EVIDENCE_GIT_FAILED` when the repository or `base` cannot be read.
+   */
+  async evaluate(callSite: CallSite, options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    if (this.closed) throw new ThsError("ASP_THS_CLOSED", "the host is closed");
+    if (!(CALL_SITES as readonly string[]).includes(callSite)) {
+      throw new ThsError("ASP_THS_BAD_REQUEST", `unknown call-site ${JSON.stringify(callSite)}`, {
+        data: { callSite },
+      });
+    }
+    const repo = resolve(options.repo ?? process.cwd());
+    const progress = options.onProgress ?? (() => {});
+    const policy = this.policy.document;
+    const binding: Binding = await this.freshness.issue(repo, {
+      ...(options.base === undefined ? {} : { base: options.base }),
+      wholeTree: options.wholeTree === true,
+    });
+    progress({ phase: "baseline", baseline: binding.baseline, changes: binding.changeset?.changes.length ?? null });
+    const required = requiredRequirements(policy, callSite);
+    const cs = binding.changeset;
+    const wireChangeset =
+      cs === null
+        ? null
+        : {
+            digest: cs.digest,
+            base: cs.base,
+            after: cs.after,
+            changes: cs.changes.map((c) => ({
+              path: c.path,
+              kind: c.kind,
+              before: c.before?.digest ?? null,
+              after: c.after?.digest ?? null,
+            })),
+          };
+    const roots = cs === null ? [binding.baseline] : [binding.baseline, cs.base];
+    const view = new ContentView(this.objects, roots);
+    // host §8: the interactive budget is one ceiling for the whole host; gate and sweep bound each provider.
+    const timeout = this.budgets.timeoutMs[callSite];
+    const started = performance.now();
+
+    const evaluations = await Promise.all(
+      this.supervisors.map(async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome }> => {
+        const m = sup.provider.manifest;
+        const grants = verifiedGrants(policy, m, callSite);
+        progress({ phase: "provider-start", provider: m.id });
+        let outcome: AssessOutcome;
+        const inside = relative(repo, m.cwd);
+        if (inside === "" || (!inside.startsWith("..") && !inside.startsWith("/"))) {
+          // host §2: never launched from the mutable candidate repository.
+          outcome = {
+            kind: "failed",
+            failClass: "unavailable",
+            detail: `launch refused: cwd ${m.cwd} is inside the candidate repository`,
+            state: "unavailable",
+            declaredSources: [],
+          };
+        } else {
+          const deadlineAt = (callSite === "interactive" ? started : performance.now()) + timeout;
+          outcome = await sup.assess(
+            {
+              callSite,
+              baseline: binding.baseline,
+              changeset: wireChangeset,
+              requirements: grants.map((g) => g.requirement),
+            },
+            view,
+            deadlineAt,
+            options.signal,
+          );
+        }
+        progress({
+          phase: "provider-done",
+          provider: m.id,
+          ok: outcome.kind === "ok",
+          detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
+        });
+        const identityVerified = outcome.kind === "ok" || sup.initialized !== null;
+        return {
+          outcome,
+          eval: {
+            provider: { id: m.id, version: m.version, digest: m.digest },
+            capability: "check",
+            state: outcome.kind === "ok" ? sup.state : outcome.state,
+            declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
+            grants,
+            authority: authorityEvidence(policy, m, callSite, {
+              identityVerified,
+              integrityVerified: sup.provider.integrityVerified,
+              isolated: false,
+            }),
+            outcome:
+              outcome.kind === "ok"
+                ? { kind: "ok", assessment: outcome.assessment }
+                : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
+            // host §3: a local subprocess can write the real worktree.
+            directWrite: true,
+          },
+        };
+      }),
+    );
+
+    // Providers refused before supervision (e.g. by plugin-host) still count as offered.
+    const refused: ProviderEvaluation[] = this.providerSet.refused.map((r) => ({
+      provider: { id: r.id, version: "0.0.0", digest: `sha256:${"0".repeat(64)}` },
+      capability: "check",
+      state: "unavailable",
+      declaredSources: [],
+      grants: [],
+      authority: {
+        providerId: r.id,
+        providerVersion: "0.0.0",
+        providerDigest: `sha256:${"0".repeat(64)}`,
+        identity: "failed",
+        integrity: "failed",
+        conformance: "unverified",
+        isolation: "unverified",
+        authorityGrant: "unverified",
+        grants: [],
+      },
+      outcome: { kind: "failed", failClass: r.reason, detail: r.detail },
+      directWrite: false,
+    }));
+
+    progress({ phase: "deciding" });
+    const providers = [...evaluations.map((e) => e.eval), ...refused];
+    const decisionId = this.ids.next("decision");
+    const receiptId = this.ids.next("receipt");
+    const { envelope: decided, failOpens } = decide({
+      callSite,
+      policy,
+      policyDigest: this.policy.digest,
+      baseline: binding.baseline,
+      changeset: cs?.digest ?? null,
+      required,
+      providers,
+      assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
+      ...(options.requirementFailures === undefined ? {} : { requirementFailures: options.requirementFailures }),
+      decisionId,
+      decidedAt: this.clock.now().toISOString(),
+    });
+    const envelope: DecisionEnvelope = {
+      ...decided,
+      receipt: { id: receiptId, location: `asp-store:${this.storeId}/receipts/${receiptId}` },
+    };
+    const receipt = buildReceipt(envelope, {
+      receiptId,
+      validAsOf: evaluations.flatMap((e) =>
+        e.outcome.kind === "ok" ? [{ provider: e.eval.provider.id, validAsOf: e.outcome.assessment.validAsOf }] : [],
+      ),
+      provenance: evaluations.map((e) => ({
+        provider: { id: e.eval.provider.id, version: e.eval.provider.version },
+        digest: e.eval.provider.digest,
+        sources: [...e.eval.declaredSources],
+      })),
+      failOpens,
+    });
+    const envOk = validate("verdict", envelope);
+    const rcptOk = validate("audit-receipt", receipt);
+    if (!envOk.ok || !rcptOk.ok) {
+      const errors = envOk.ok ? (rcptOk.ok ? [] : rcptOk.errors) : envOk.errors;
+      throw new ThsError("ASP_THS_INTERNAL", `the host built an invalid ${envOk.ok ? "receipt" : "envelope"}`, {
+        data: { errors },
+      });
+    }
+    // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned.
+    await appendDecision(this.log, envelope, receipt, repo);
+    for (const f of failOpens) this.failOpenSink.log({ ...f, decisionId });
+    return { envelope, receipt, failOpens };
+  }
+
+  /** `host/status`: per-provider and per-family state, health, latency, timeouts and coverage. */
+  status(): HostStatus {
+    const capabilities = Object.fromEntries(
+      CAPABILITY_FAMILIES.map((f) => [
+        f,
+        this.supervisors
+          .filter((s) => s.provider.manifest.capabilities.includes(f) && s.state !== "quarantined")
+          .map((s) => s.id),
+      ]),
+    ) as HostStatus["capabilities"];
+    return {
+      $$type: "@asp/HostStatus",
+      version: 1,
+      hostVersion: this.info.version,
+      policyDigest: this.policy.digest,
+      providers: this.supervisors.map((s) => s.status()),
+      capabilities,
+      generatedAt: this.clock.now().toISOString(),
+    };
+  }
+
+  /** `host/capabilities`: per family, which providers offer it and in which state. */
+  capabilities(): HostCapabilities {
+    const out = { inspect: [], check: [], edit: [] } as HostCapabilities;
+    for (const s of this.supervisors) {
+      const st = s.status();
+      for (const f of CAPABILITY_FAMILIES) {
+        const state = st.families[f];
+        if (state !== undefined) out[f].push({ id: s.id, state });
+      }
+    }
+    return out;
+  }
+
+  /** Shut every provider down (bounded per provider). Idempotent. The store is closed by its owner. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(this.supervisors.map((s) => s.close()));
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * `@asp/ths`: the Trusted Host Service, Core Profile. Providers assess; the host decides.
+ *
+ * - a supervisor that launches providers only from trusted configuration (absolute executable,
+ *   argv array, trusted cwd, minimal environment), tracks their lifecycle, restarts with
+ *   backoff and quarantines,
+ * - JSON-RPC over stdio (`vscode-jsonrpc`) with per-request timeouts, cancellation,
+ *   response-size and callback bounds; `host/readBlob` / `host/readTree` bound to the baseline,
+ * - freshness (baselines are evidence snapshot tree ids; `validAsOf` must match exactly),
+ * - {@link decide}: the host §1 rule with its fail table, pure,
+ * - audit receipts appended with the decision in one durable fact log transition,
+ * - {@link composeHost}: tsyringe composition with a token for every seam.
+ *
+ * @packageDocumentation
+ */
+
+import "reflect-metadata";
+
+export type { Budgets, SupervisorTimings } from "./budgets.js";
+export { budgetsOf, DEFAULT_BUDGETS, DEFAULT_TIMINGS } from "./budgets.js";
+export type { ComposedHost, ComposeHostOptions } from "./compose.js";
+export { composeHost, HOST_INFO } from "./compose.js";
+export type { HostConfig } from "./config.js";
+export { checkManifest, loadHostConfig, parseHostConfig } from "./config.js";
+export type {
+  DecideInput,
+  DecideResult,
+  FailOpen,
+  ProviderEvaluation,
+  RequirementFailure,
+} from "./decide.js";
+export { DEFAULT_FAIL_TABLE, decide, failCell, failTable, nextStepFor } from "./decide.js";
+export type { ThsErrorCode } from "./errors.js";
+export { THS_ERROR_CODES, ThsError } from "./errors.js";
+export type { Binding, IssueOptions } from "./freshness.js";
+export { baselineStateKey, FreshnessAuthority, freshnessMismatch } from "./freshness.js";
+export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
+export { Host } from "./host.js";
+export type { ProviderPin, RequiredRequirement, VerifiedGrant } from "./policy-view.js";
+export type { ReceiptProblem, ReceiptVerification, StoredReceipt } from "./receipts.js";
+export { FACT_KINDS, listReceipts, showReceipt, verifyReceipts } from "./receipts.js";
+export type { AssessOutcome, HostInfo, TrustedProvider } from "./supervisor.js";
+export { launchEnvironment } from "./supervisor.js";
+export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider } from "./tokens.js";
+export { THS_TOKENS } from "./tokens.js";
+export type { CallFailure, CallResult, ExitInfo, FrameViolation, LaunchSpec } from "./transport.js";
+export { FrameGuard, ProviderConnection } from "./transport.js";

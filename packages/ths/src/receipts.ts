@@ -1,0 +1,190 @@
+import { type AuditReceipt, type DecisionEnvelope, validate } from "@asp/contracts";
+import { type Digest, digest, type FactEntry, type FactInput, type FactLog } from "@asp/evidence";
+import type { FailOpen } from "./decide.js";
+import { ThsError } from "./errors.js";
+import { baselineStateKey } from "./freshness.js";
+
+/** Fact kinds the host appends to the evidence fact log. */
+export const FACT_KINDS = Object.freeze({ decision: "ths.decision", receipt: "ths.receipt" } as const);
+
+/** What a receipt needs beyond the envelope. */
+export interface ReceiptParts {
+  readonly receiptId: string;
+  readonly validAsOf: AuditReceipt["validAsOf"];
+  readonly provenance: AuditReceipt["provenance"];
+  readonly failOpens: readonly FailOpen[];
+}
+
+/** The audit receipt of a decision (host §1 "attach an audit receipt"): bound to the envelope by digest. */
+export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): AuditReceipt {
+  return {
+    $$type: "@asp/AuditReceipt",
+    version: 1,
+    receiptId: parts.receiptId,
+    decisionId: envelope.decisionId,
+    decision: envelope.decision,
+    callSite: envelope.callSite,
+    policyDigest: envelope.policyDigest,
+    baseline: envelope.baseline,
+    changeset: envelope.changeset,
+    validAsOf: [...parts.validAsOf],
+    coverage: envelope.coverage,
+    provenance: [...parts.provenance],
+    authority: envelope.authority,
+    assurance: envelope.assurance,
+    envelopeDigest: digest(envelope),
+    failOpens: parts.failOpens.map((f) => ({ provider: f.provider, failClass: f.failClass, callSite: f.callSite })),
+    decidedAt: envelope.decidedAt,
+  };
+}
+
+/**
+ * Append the decision and its receipt in ONE atomic, synced batch (host §1, DESIGN §8), before
+ * the envelope is returned. The receipt also becomes the latest baseline of `repo`.
+ * @throws EvidenceError from the fact log (`ASP_EVIDENCE_STORE_CLOSED`, ...): nothing is written.
+ */
+export async function appendDecision(
+  log: FactLog,
+  envelope: DecisionEnvelope,
+  receipt: AuditReceipt,
+  repo: string | null,
+): Promise<FactEntry[]> {
+  const index = [
+    { name: "decisionId", value: envelope.decisionId },
+    { name: "callSite", value: envelope.callSite },
+  ];
+  const entries: FactInput[] = [
+    { kind: FACT_KINDS.decision, record: envelope, index },
+    {
+      kind: FACT_KINDS.receipt,
+      record: receipt,
+      index: [...index, { name: "receiptId", value: receipt.receiptId }],
+      state: repo === null ? [] : [baselineStateKey(repo)],
+    },
+  ];
+  return log.append(entries);
+}
+
+/** One stored receipt with where it sits in the log. */
+export interface StoredReceipt {
+  readonly seq: number;
+  readonly at: string;
+  readonly receipt: AuditReceipt;
+}
+
+/** Receipts, newest first. */
+export async function listReceipts(log: FactLog, limit = 50): Promise<StoredReceipt[]> {
+  const entries = await log.list({ kind: FACT_KINDS.receipt, reverse: true, limit });
+  return entries.map((e) => ({ seq: e.seq, at: e.at, receipt: e.record as unknown as AuditReceipt }));
+}
+
+/**
+ * One receipt (by receipt id or decision id) and the envelope it is bound to.
+ * @throws ThsError `ASP_THS_RECEIPT_NOT_FOUND`.
+ */
+export async function showReceipt(
+  log: FactLog,
+  id: string,
+): Promise<StoredReceipt & { readonly envelope: DecisionEnvelope | null }> {
+  const byReceipt = await log.list({ index: { name: "receiptId", value: id }, limit: 1 });
+  const entries =
+    byReceipt.length > 0
+      ? byReceipt
+      : (await log.list({ index: { name: "decisionId", value: id } })).filter((e) => e.kind === FACT_KINDS.receipt);
+  const entry = entries[0];
+  if (entry === undefined) {
+    throw new ThsError(
+      "ASP_THS_RECEIPT_NOT_FOUND",
+      `no receipt or decision with id ${JSON.stringify(id)} in the store`,
+      {
+        data: { id },
+      },
+    );
+  }
+  const receipt = entry.record as unknown as AuditReceipt;
+  const decision = (await log.list({ index: { name: "decisionId", value: receipt.decisionId } })).find(
+    (e) => e.kind === FACT_KINDS.decision,
+  );
+  return {
+    seq: entry.seq,
+    at: entry.at,
+    receipt,
+    envelope: decision === undefined ? null : (decision.record as unknown as DecisionEnvelope),
+  };
+}
+
+/** One problem {@link verifyReceipts} found. */
+export interface ReceiptProblem {
+  readonly seq: number;
+  readonly receiptId: string | null;
+  readonly problem: string;
+}
+
+/** Outcome of {@link verifyReceipts}. */
+export interface ReceiptVerification {
+  readonly ok: boolean;
+  /** Entries in the fact log chain. */
+  readonly entries: number;
+  readonly head: { readonly seq: number; readonly digest: Digest } | null;
+  readonly receipts: number;
+  readonly problems: readonly ReceiptProblem[];
+}
+
+/**
+ * Walk the hash chain, then check every receipt: schema, the envelope it names exists and
+ * validates, and the envelope's digest and decision match the receipt. Never throws for a bad store.
+ */
+export async function verifyReceipts(log: FactLog): Promise<ReceiptVerification> {
+  const chain = await log.verify();
+  if (!chain.ok) {
+    return {
+      ok: false,
+      entries: chain.entries,
+      head: null,
+      receipts: 0,
+      problems: [{ seq: chain.seq, receiptId: null, problem: `fact log chain broken: ${chain.reason}` }],
+    };
+  }
+  const problems: ReceiptProblem[] = [];
+  const decisions = new Map<string, FactEntry>();
+  for (const e of await log.list({ kind: FACT_KINDS.decision })) {
+    decisions.set((e.record as { decisionId?: string }).decisionId ?? "", e);
+  }
+  const receipts = await log.list({ kind: FACT_KINDS.receipt });
+  for (const e of receipts) {
+    const r = validate("audit-receipt", e.record);
+    const rid = (e.record as { receiptId?: unknown }).receiptId;
+    const receiptId = typeof rid === "string" ? rid : null;
+    if (!r.ok) {
+      problems.push({
+        seq: e.seq,
+        receiptId,
+        problem: `not a valid audit receipt: ${r.errors[0]?.pointer} ${r.errors[0]?.message}`,
+      });
+      continue;
+    }
+    const d = decisions.get(r.value.decisionId);
+    if (d === undefined) {
+      problems.push({ seq: e.seq, receiptId, problem: `decision ${r.value.decisionId} is not in the log` });
+      continue;
+    }
+    const env = validate("verdict", d.record);
+    if (!env.ok) {
+      problems.push({ seq: e.seq, receiptId, problem: `decision ${r.value.decisionId} is not a valid envelope` });
+      continue;
+    }
+    if (digest(env.value) !== r.value.envelopeDigest) {
+      problems.push({ seq: e.seq, receiptId, problem: "envelopeDigest does not match the recorded envelope" });
+      continue;
+    }
+    if (
+      env.value.decision !== r.value.decision ||
+      env.value.callSite !== r.value.callSite ||
+      env.value.policyDigest !== r.value.policyDigest ||
+      env.value.receipt?.id !== r.value.receiptId
+    ) {
+      problems.push({ seq: e.seq, receiptId, problem: "receipt and envelope disagree" });
+    }
+  }
+  return { ok: problems.length === 0, entries: chain.entries, head: chain.head, receipts: receipts.length, problems };
+}

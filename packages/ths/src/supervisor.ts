@@ -1,0 +1,494 @@
+import { performance } from "node:perf_hooks";
+import {
+  type Assessment,
+  type AssessParams,
+  CAPABILITY_FAMILIES,
+  type CapabilityFamily,
+  type FailClass,
+  type HostStatus,
+  type InitializedParams,
+  type InitializeResult,
+  PROTOCOL_ERRORS,
+  PROTOCOL_VERSION,
+  type ProviderManifest,
+  type ProviderState,
+  validate,
+  validateAssessment,
+} from "@asp/contracts";
+import type { Digest } from "@asp/evidence";
+import { ResponseError } from "vscode-jsonrpc/node";
+import type { Budgets, SupervisorTimings } from "./budgets.js";
+import { type ContentView, RequestScope } from "./content.js";
+import { freshnessMismatch } from "./freshness.js";
+import { type CallFailure, type ExitInfo, type LaunchSpec, ProviderConnection } from "./transport.js";
+
+/** A provider the host may launch: trusted launch configuration plus where it came from. */
+export interface TrustedProvider {
+  readonly manifest: ProviderManifest;
+  /** `config`: named in the trusted host configuration; `plugin`: loaded and verified by plugin-host. */
+  readonly origin: "config" | "plugin";
+  /** True when plugin-host verified the artifact's signature and digest. */
+  readonly integrityVerified: boolean;
+}
+
+/** What one provider answered for one evaluation, after validation and freshness. */
+export type AssessOutcome =
+  | {
+      readonly kind: "ok";
+      readonly assessment: Assessment;
+      /** The sources the provider declared at initialize (and the trusted manifest allows). */
+      readonly declaredSources: readonly string[];
+      readonly reissued: boolean;
+      readonly ms: number;
+    }
+  | {
+      readonly kind: "failed";
+      readonly failClass: FailClass;
+      readonly detail: string;
+      readonly state: ProviderState;
+      readonly declaredSources: readonly string[];
+    };
+
+/** Host identity sent in `initialize`. */
+export interface HostInfo {
+  readonly name: string;
+  readonly version: string;
+}
+
+type ProviderStatus = HostStatus["providers"][number];
+
+// Failures that count toward quarantine (host §8): health and budget, not capability gaps.
+const HEALTH_FAILURES: ReadonlySet<FailClass> = new Set([
+  "crashed",
+  "timed_out",
+  "malformed",
+  "incomplete",
+  "incompatible",
+  "unavailable",
+]);
+
+const LATENCY_SAMPLES = 512;
+const METHOD_NOT_FOUND = -32601;
+
+const majorOf = (v: string): string => v.split(".")[0] ?? "";
+
+/** The minimal launch environment: PATH plus only the names the trusted manifest passes through (host §2). */
+export function launchEnvironment(
+  manifest: ProviderManifest,
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const out: Record<string, string> = { PATH: env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
+  for (const name of manifest.envPassthrough ?? []) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Supervises one provider: launch from trusted configuration, `initialize`/`initialized`,
+ * lifecycle state per provider and per capability family, restart with backoff, quarantine,
+ * callbacks bound to the request's baseline, and per-provider metrics (host §2, §5, §8).
+ */
+export class ProviderSupervisor {
+  private conn: ProviderConnection | null = null;
+  private init: InitializeResult | null = null;
+  private starting: Promise<{ ok: true } | { ok: false; failClass: FailClass; detail: string }> | null = null;
+  private stateValue: ProviderState = "exited";
+  private readonly families = new Map<CapabilityFamily, ProviderState>();
+  private readonly scopes = new Map<string, RequestScope>();
+  private sessionCallbacks = 0;
+  private launches = 0;
+  private restarts = 0;
+  private consecutiveFailures = 0;
+  private quarantined = false;
+  private lastExitAt = 0;
+  private closing = false;
+  private timeouts = 0;
+  private ran = 0;
+  private degraded = 0;
+  private readonly latencies: number[] = [];
+  private requestCounter = 0;
+
+  constructor(
+    readonly provider: TrustedProvider,
+    private readonly budgets: Budgets,
+    private readonly timings: SupervisorTimings,
+    private readonly host: HostInfo,
+    private readonly grants: InitializedParams["grants"],
+    private readonly env: Readonly<Record<string, string | undefined>>,
+  ) {}
+
+  get id(): string {
+    return this.provider.manifest.id;
+  }
+
+  /** Current lifecycle state (DESIGN §6). */
+  get state(): ProviderState {
+    return this.stateValue;
+  }
+
+  /** The `initialize` answer of the running session, if any. */
+  get initialized(): InitializeResult | null {
+    return this.init;
+  }
+
+  private setState(state: ProviderState, family?: CapabilityFamily): void {
+    this.stateValue = state;
+    if (family !== undefined) this.families.set(family, state);
+    else for (const f of this.provider.manifest.capabilities) this.families.set(f, state);
+  }
+
+  /** Sources the provider may own: declared at initialize AND allowed by the trusted manifest. */
+  get declaredSources(): readonly string[] {
+    const allowed = new Set(this.provider.manifest.diagnosticSources);
+    return (this.init?.diagnosticSources ?? []).filter((s) => allowed.has(s));
+  }
+
+  private fail(failClass: FailClass, detail: string, state: ProviderState, family?: CapabilityFamily) {
+    this.degraded++;
+    if (HEALTH_FAILURES.has(failClass)) {
+      this.consecutiveFailures++;
+      if (this.consecutiveFailures >= this.budgets.quarantineAfterFailures) {
+        this.quarantined = true;
+        this.conn?.kill();
+        this.setState("quarantined");
+        return {
+          kind: "failed" as const,
+          failClass,
+          detail: `${detail}; quarantined after ${this.consecutiveFailures} consecutive failures`,
+          state: "quarantined" as ProviderState,
+          declaredSources: this.declaredSources,
+        };
+      }
+    }
+    this.setState(state, family);
+    return { kind: "failed" as const, failClass, detail, state, declaredSources: this.declaredSources };
+  }
+
+  private onExit(conn: ProviderConnection, info: ExitInfo): void {
+    if (this.conn !== conn) return;
+    this.conn = null;
+    this.init = null;
+    this.lastExitAt = performance.now();
+    if (this.quarantined) return;
+    if (this.closing || this.stateValue === "shutting_down") this.setState("exited");
+    else if (info.spawnError !== undefined) this.setState("unavailable");
+    else if (this.stateValue !== "timed_out" && this.stateValue !== "malformed" && this.stateValue !== "incompatible")
+      this.setState("crashed");
+  }
+
+  private backoffMs(): number {
+    if (this.consecutiveFailures === 0 || this.launches === 0) return 0;
+    const delay = this.timings.restartBackoffMs * 2 ** (this.consecutiveFailures - 1);
+    return Math.min(delay, this.timings.restartBackoffMaxMs);
+  }
+
+  /** Make sure the provider runs and is initialized (launching or restarting it), within the deadline. */
+  async ensure(deadlineAt: number): Promise<{ ok: true } | { ok: false; failClass: FailClass; detail: string }> {
+    if (this.closing) return { ok: false, failClass: "unavailable", detail: "the host is closing" };
+    if (this.quarantined) return { ok: false, failClass: "quarantined", detail: "the provider is quarantined" };
+    if (this.conn !== null && this.init !== null) return { ok: true };
+    this.starting ??= this.start(deadlineAt).finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async start(deadlineAt: number): Promise<{ ok: true } | { ok: false; failClass: FailClass; detail: string }> {
+    const wait = this.lastExitAt + this.backoffMs() - performance.now();
+    if (wait > 0) {
+      if (performance.now() + wait >= deadlineAt) {
+        return {
+          ok: false,
+          failClass: "unavailable",
+          detail: `restart backoff (${Math.round(wait)} ms) exceeds the budget`,
+        };
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    const m = this.provider.manifest;
+    const spec: LaunchSpec = {
+      executable: m.executable,
+      args: m.args,
+      cwd: m.cwd,
+      env: launchEnvironment(m, this.env),
+    };
+    if (this.launches > 0) this.restarts++;
+    this.launches++;
+    this.sessionCallbacks = 0;
+    const conn = ProviderConnection.launch(spec, this.budgets.maxResponseBytes, (info) => this.onExit(conn, info));
+    this.conn = conn;
+    this.setState("launched");
+    conn.connection.onRequest("host/readBlob", (params: unknown) => this.readBlob(params));
+    conn.connection.onRequest("host/readTree", (params: unknown) => this.readTree(params));
+    this.setState("initializing");
+    const timeout = Math.min(this.timings.initializeTimeoutMs, Math.max(1, deadlineAt - performance.now()));
+    const res = await conn.call<unknown>(
+      "initialize",
+      {
+        protocolVersion: PROTOCOL_VERSION,
+        host: { name: this.host.name, version: this.host.version },
+        processId: process.pid,
+      },
+      timeout,
+    );
+    const refuse = (failClass: FailClass, state: ProviderState, detail: string) => {
+      this.setState(state);
+      conn.kill();
+      const f = this.fail(failClass, detail, state);
+      return { ok: false as const, failClass, detail: f.detail };
+    };
+    if (!res.ok) return refuse(...this.classify(res.failure, conn));
+    const valid = validate("protocol-initialize-result", res.value);
+    if (!valid.ok) {
+      const e = valid.errors[0];
+      return refuse("malformed", "malformed", `initialize result is invalid: ${e?.pointer || "/"} ${e?.message ?? ""}`);
+    }
+    const result = valid.value;
+    if (majorOf(result.protocolVersion) !== majorOf(PROTOCOL_VERSION)) {
+      return refuse(
+        "incompatible",
+        "incompatible",
+        `provider speaks protocol ${result.protocolVersion}, the host ${PROTOCOL_VERSION}`,
+      );
+    }
+    if (result.provider.id !== m.id || result.provider.version !== m.version) {
+      return refuse(
+        "incompatible",
+        "incompatible",
+        `provider says it is ${result.provider.id}@${result.provider.version}, the trusted manifest pins ${m.id}@${m.version}`,
+      );
+    }
+    this.init = result;
+    conn.notify("initialized", { grants: this.grants } satisfies InitializedParams);
+    this.setState("initialized");
+    return { ok: true };
+  }
+
+  private classify(f: CallFailure, conn: ProviderConnection): [FailClass, ProviderState, string] {
+    const stderr = conn.stderr.trim().split("\n").slice(-1)[0];
+    const tail = stderr ? ` (stderr: ${stderr.slice(0, 200)})` : "";
+    switch (f.kind) {
+      case "timeout":
+        this.timeouts++;
+        return ["timed_out", "timed_out", f.detail];
+      case "cancelled":
+        return ["cancelled", "cancelled", f.detail];
+      case "exited":
+        return conn.exit?.spawnError !== undefined
+          ? ["unavailable", "unavailable", f.detail]
+          : ["crashed", "crashed", `${f.detail}${tail}`];
+      case "oversize":
+      case "framing":
+      case "unparseable":
+        return ["malformed", "malformed", f.detail];
+      case "response-error":
+        if (f.code === PROTOCOL_ERRORS.unsupported || f.code === METHOD_NOT_FOUND)
+          return ["unsupported", "degraded", `error ${f.code}: ${f.detail}`];
+        if (f.code === PROTOCOL_ERRORS.requestCancelled) return ["cancelled", "cancelled", f.detail];
+        return ["errored", "degraded", `error ${f.code}: ${f.detail}`];
+    }
+  }
+
+  private scopeFor(params: unknown, kind: "blob" | "tree"): RequestScope {
+    const schema = kind === "blob" ? "protocol-read-blob-params" : "protocol-read-tree-params";
+    const valid = validate(schema, params);
+    if (!valid.ok) throw new ResponseError(-32602, `invalid ${schema.replace("protocol-", "")}`);
+    const scope = this.scopes.get(valid.value.requestId);
+    if (scope === undefined) {
+      throw new ResponseError(PROTOCOL_ERRORS.unknownRequest, `no live request ${valid.value.requestId}`);
+    }
+    scope.callbacks++;
+    this.sessionCallbacks++;
+    if (scope.callbacks > scope.callbackLimit || this.sessionCallbacks > this.budgets.callbacksPerSession) {
+      scope.overBudget = true;
+      throw new ResponseError(PROTOCOL_ERRORS.callbackBudgetExceeded, "callback budget exceeded");
+    }
+    return scope;
+  }
+
+  private async readBlob(params: unknown) {
+    const scope = this.scopeFor(params, "blob");
+    const digest = (params as { digest: Digest }).digest;
+    if (!(await scope.view.contains("blob", digest))) {
+      scope.outside.push(digest);
+      throw new ResponseError(PROTOCOL_ERRORS.outOfBaseline, `${digest} is not a blob of this request's baseline`);
+    }
+    const bytes = await scope.view.readBlob(digest);
+    scope.reads.add(digest);
+    return { digest, size: bytes.byteLength, base64: Buffer.from(bytes).toString("base64") };
+  }
+
+  private async readTree(params: unknown) {
+    const scope = this.scopeFor(params, "tree");
+    const digest = (params as { digest: Digest }).digest;
+    if (!(await scope.view.contains("tree", digest))) {
+      scope.outside.push(digest);
+      throw new ResponseError(PROTOCOL_ERRORS.outOfBaseline, `${digest} is not a tree of this request's baseline`);
+    }
+    const tree = await scope.view.readTree(digest);
+    return { digest, entries: tree.entries.map((e) => ({ name: e.name, mode: e.mode, digest: e.digest })) };
+  }
+
+  /**
+   * Run `check/assess` under the deadline: validate the answer (schema and no host-owned
+   * field), check its freshness binding, re-issue once when stale and time remains.
+   */
+  async assess(
+    params: Omit<AssessParams, "requestId" | "deadlineMs">,
+    view: ContentView,
+    deadlineAt: number,
+    signal?: AbortSignal,
+  ): Promise<AssessOutcome> {
+    const ready = await this.ensure(deadlineAt);
+    if (!ready.ok) {
+      if (ready.failClass === "quarantined") {
+        this.degraded++;
+        return { kind: "failed", ...ready, state: "quarantined", declaredSources: [] };
+      }
+      if (this.stateValue === "quarantined") {
+        return {
+          kind: "failed",
+          failClass: ready.failClass,
+          detail: ready.detail,
+          state: "quarantined",
+          declaredSources: [],
+        };
+      }
+      if (ready.failClass === "unavailable" && this.conn === null) this.setState("unavailable");
+      return { kind: "failed", ...ready, state: this.stateValue, declaredSources: [] };
+    }
+    const conn = this.conn;
+    const init = this.init;
+    if (conn === null || init === null) {
+      return {
+        kind: "failed",
+        failClass: "unavailable",
+        detail: "the provider is not running",
+        state: this.stateValue,
+        declaredSources: [],
+      };
+    }
+    if (!init.capabilities.includes("check")) {
+      return this.fail("unsupported", "the provider did not declare the check capability", "degraded", "check");
+    }
+    let staleDetail = "";
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const left = Math.floor(deadlineAt - performance.now());
+      if (left <= 0) return this.fail("timed_out", "no budget left for check/assess", "timed_out", "check");
+      const requestId = `${this.id}#${++this.requestCounter}`;
+      const scope = new RequestScope(requestId, view, this.budgets.callbacksPerRequest);
+      this.scopes.set(requestId, scope);
+      this.setState("active", "check");
+      this.stateValue = "active";
+      const res = await conn.call<unknown>("check/assess", { ...params, requestId, deadlineMs: left }, left, signal);
+      this.scopes.delete(requestId);
+      if (!res.ok) {
+        const [failClass, state, detail] = this.classify(res.failure, conn);
+        if (state === "timed_out" || state === "malformed") {
+          this.setState(state);
+          conn.kill();
+        }
+        return this.fail(failClass, detail, state, "check");
+      }
+      if (scope.overBudget) {
+        return this.fail(
+          "incomplete",
+          `callback budget exceeded after ${scope.callbacks} callbacks`,
+          "degraded",
+          "check",
+        );
+      }
+      const valid = validateAssessment(res.value);
+      if (!valid.ok) {
+        const e = valid.errors[0];
+        return this.fail(
+          "malformed",
+          `assessment is invalid: ${e?.pointer || "/"} ${e?.message ?? ""}`,
+          "malformed",
+          "check",
+        );
+      }
+      const a = valid.value;
+      if (a.requestId !== requestId) {
+        return this.fail(
+          "malformed",
+          `assessment answers request ${a.requestId}, not ${requestId}`,
+          "malformed",
+          "check",
+        );
+      }
+      if (a.provider.id !== this.provider.manifest.id || a.provider.version !== this.provider.manifest.version) {
+        return this.fail(
+          "malformed",
+          `assessment claims to come from ${a.provider.id}@${a.provider.version}`,
+          "malformed",
+          "check",
+        );
+      }
+      staleDetail =
+        scope.outside.length > 0
+          ? `read outside the baseline refused: ${scope.outside[0]}`
+          : (freshnessMismatch(
+              { baseline: params.baseline as Digest, changeset: (params.changeset?.digest ?? null) as Digest | null },
+              scope.reads,
+              a.validAsOf,
+            ) ?? "");
+      if (staleDetail !== "") continue; // host §5: re-issue once within budget
+      this.consecutiveFailures = 0;
+      this.ran++;
+      this.latencies.push(res.ms);
+      if (this.latencies.length > LATENCY_SAMPLES) this.latencies.shift();
+      this.stateValue = "initialized";
+      this.families.set("check", a.status === "complete" ? "initialized" : "degraded");
+      for (const f of this.provider.manifest.capabilities) if (f !== "check") this.families.set(f, "initialized");
+      return { kind: "ok", assessment: a, declaredSources: this.declaredSources, reissued: attempt > 0, ms: res.ms };
+    }
+    this.stateValue = "initialized";
+    return this.fail("stale", `${staleDetail} (after one re-issue)`, "degraded", "check");
+  }
+
+  /** Launch and initialize now (warm start); failures are recorded, never thrown. */
+  async warm(timeoutMs: number): Promise<void> {
+    await this.ensure(performance.now() + timeoutMs);
+  }
+
+  /** Per-provider status for `host/status` (host §2, §8). */
+  status(): ProviderStatus {
+    const sorted = [...this.latencies].sort((a, b) => a - b);
+    const pick = (q: number): number | null =>
+      sorted.length === 0
+        ? null
+        : Math.round((sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0) * 1000) / 1000;
+    const families: Partial<Record<CapabilityFamily, ProviderState>> = {};
+    for (const f of CAPABILITY_FAMILIES) {
+      if (!this.provider.manifest.capabilities.includes(f)) continue;
+      families[f] = this.quarantined ? "quarantined" : (this.families.get(f) ?? this.stateValue);
+    }
+    return {
+      id: this.provider.manifest.id,
+      version: this.provider.manifest.version,
+      state: this.stateValue,
+      families,
+      health: { restarts: this.restarts, consecutiveFailures: this.consecutiveFailures, quarantined: this.quarantined },
+      latency: { samples: sorted.length, p50Ms: pick(0.5), p95Ms: pick(0.95) },
+      timeouts: this.timeouts,
+      coverage: { ran: this.ran, degraded: this.degraded },
+    };
+  }
+
+  /** Shut the provider down (bounded); a provider that exits mid-shutdown is recorded as exited. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const conn = this.conn;
+    if (conn === null) {
+      if (!this.quarantined) this.setState("exited");
+      return;
+    }
+    this.setState("shutting_down");
+    await conn.shutdown(this.timings.shutdownTimeoutMs);
+    if (!this.quarantined) this.setState("exited");
+    this.conn = null;
+  }
+}

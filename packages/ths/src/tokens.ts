@@ -1,0 +1,53 @@
+import type { Policy } from "@asp/contracts";
+import type { InjectionToken } from "@asp/evidence";
+import type { Budgets, SupervisorTimings } from "./budgets.js";
+import type { FailOpen } from "./decide.js";
+import type { HostInfo, TrustedProvider } from "./supervisor.js";
+
+/** The trusted policy the host decides under, with its immutable identity. */
+export interface HostPolicy {
+  readonly document: Policy;
+  /** `sha256:` digest of the canonical document: every decision's `policyDigest`. */
+  readonly digest: string;
+}
+
+/** Where fail-opens are logged as they happen (host §2: never silent). They are also in every receipt. */
+export interface FailOpenSink {
+  log(entry: FailOpen & { readonly decisionId: string }): void;
+}
+
+/** Source of decision and receipt ids. */
+export interface IdSource {
+  next(kind: "decision" | "receipt"): string;
+}
+
+/** A required provider that could not even be offered to the supervisor (e.g. refused by plugin-host). */
+export interface RefusedProvider {
+  readonly id: string;
+  readonly reason: "missing" | "unavailable";
+  readonly detail: string;
+}
+
+/** The providers the host supervises, from trusted configuration and verified plugins. */
+export interface ProviderSet {
+  readonly providers: readonly TrustedProvider[];
+  readonly refused: readonly RefusedProvider[];
+}
+
+/**
+ * DI tokens of the seams `@asp/ths` owns (DESIGN §3). `Symbol.for` keys, so two copies of the
+ * package agree. The evidence seams (`FactLog`, `ObjectStore`, `Clock`, `Hasher`) use
+ * `@asp/evidence`'s `TOKENS`.
+ */
+export const THS_TOKENS = {
+  Policy: Symbol.for("asp.ths.Policy") as InjectionToken<HostPolicy>,
+  Providers: Symbol.for("asp.ths.Providers") as InjectionToken<ProviderSet>,
+  Budgets: Symbol.for("asp.ths.Budgets") as InjectionToken<Budgets>,
+  Timings: Symbol.for("asp.ths.Timings") as InjectionToken<SupervisorTimings>,
+  HostInfo: Symbol.for("asp.ths.HostInfo") as InjectionToken<HostInfo>,
+  LaunchEnv: Symbol.for("asp.ths.LaunchEnv") as InjectionToken<Readonly<Record<string, string | undefined>>>,
+  FailOpenSink: Symbol.for("asp.ths.FailOpenSink") as InjectionToken<FailOpenSink>,
+  Ids: Symbol.for("asp.ths.Ids") as InjectionToken<IdSource>,
+  StoreId: Symbol.for("asp.ths.StoreId") as InjectionToken<string>,
+  SnapshotExcludes: Symbol.for("asp.ths.SnapshotExcludes") as InjectionToken<readonly string[]>,
+} as const;

@@ -1,0 +1,99 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CallSite, Policy, ProviderManifest } from "@asp/contracts";
+import { blobDigest } from "@asp/evidence";
+import { type ComposedHost, type ComposeHostOptions, composeHost, type FailOpen } from "../src/index.js";
+
+export const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
+
+/** A trusted manifest launching `fixtures/<file>.mjs` with node, from the fixtures folder (never the repo). */
+export function manifest(
+  file: string,
+  options: { id?: string; source?: string; args?: string[]; version?: string } = {},
+): ProviderManifest {
+  const path = join(FIXTURES, `${file}.mjs`);
+  const id = options.id ?? file;
+  const source = options.source ?? "fake";
+  return {
+    id,
+    version: options.version ?? "1.0.0",
+    digest: blobDigest(readFileSync(path)),
+    executable: process.execPath,
+    args: [path, "--id", id, "--source", source, ...(options.args ?? [])],
+    cwd: FIXTURES.replace(/\/$/, ""),
+    capabilities: ["check"],
+    diagnosticSources: [source],
+    protocolVersion: "1.0",
+  };
+}
+
+/** A policy with one requirement per granted provider (requirement id = `req-<provider id>`). */
+export function policyFor(
+  granted: readonly ProviderManifest[],
+  options: {
+    callSites?: CallSite[];
+    timeoutMs?: number;
+    failPolicy?: Policy["failPolicy"];
+    extra?: Partial<Policy>;
+    quarantineAfterFailures?: number;
+  } = {},
+): Policy {
+  const callSites = options.callSites ?? ["interactive", "gate", "sweep"];
+  const t = options.timeoutMs ?? 1500;
+  return {
+    apiVersion: "asp.policy/v1",
+    requirements: granted.map((m) => ({
+      id: `req-${m.id}`,
+      capability: "check",
+      sources: [...m.diagnosticSources],
+      callSites,
+    })),
+    providers: granted.map((m) => ({ id: m.id, version: m.version, digest: m.digest })),
+    grants: granted.map((m) => ({
+      provider: m.id,
+      version: m.version,
+      digest: m.digest,
+      requirement: `req-${m.id}`,
+      callSites,
+    })),
+    ...(options.failPolicy === undefined ? {} : { failPolicy: options.failPolicy }),
+    budgets: {
+      timeoutMs: { interactive: t, gate: t, sweep: t },
+      callbacksPerRequest: 200,
+      callbacksPerSession: 100_000,
+      maxResponseBytes: 256 * 1024,
+      quarantineAfterFailures: options.quarantineAfterFailures ?? 100,
+    },
+    ...options.extra,
+  };
+}
+
+/** A throwaway repository folder with these files. */
+export function tempRepo(files: Record<string, string> = { "src/a.ts": "export const a = 1;\n" }): string {
+  const dir = mkdtempSync(join(tmpdir(), "asp-ths-repo-"));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+/** A fixed clock. */
+export const fakeClock = { now: () => new Date("2026-01-02T03:04:05.000Z") };
+
+/** Compose a host over an in-memory store with a fake clock, collecting fail-opens. */
+export async function testHost(
+  options: Partial<ComposeHostOptions> & Pick<ComposeHostOptions, "policy">,
+): Promise<{ host: ComposedHost; failOpens: Array<FailOpen & { decisionId: string }> }> {
+  const failOpens: Array<FailOpen & { decisionId: string }> = [];
+  const host = await composeHost({
+    store: "memory:",
+    clock: fakeClock,
+    timings: { initializeTimeoutMs: 3000, shutdownTimeoutMs: 500, restartBackoffMs: 20, restartBackoffMaxMs: 200 },
+    failOpenSink: { log: (e) => failOpens.push(e) },
+    ...options,
+  });
+  return { host, failOpens };
+}

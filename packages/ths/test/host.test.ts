@@ -1,0 +1,35 @@
+import { validate } from "@asp/contracts";
+import { afterAll, describe, expect, it } from "vitest";
+import { manifest, policyFor, tempRepo, testHost } from "./helpers.js";
+
+describe("Host", () => {
+  describe("when two honest providers assess a clean change", () => {
+    const ts = manifest("fake-honest-ts", { source: "ts" });
+    const secrets = manifest("fake-honest-secrets", { source: "secrets" });
+    const hostP = testHost({ policy: policyFor([ts, secrets]), providers: [ts, secrets] });
+    afterAll(async () => (await hostP).host.close());
+
+    it("allows at the gate and the envelope validates against the verdict schema", async () => {
+      const { host } = await hostP;
+      const repo = tempRepo();
+      const { envelope, receipt } = await host.gate({ repo });
+      expect(validate("verdict", envelope).ok).toBe(true);
+      expect(validate("audit-receipt", receipt).ok).toBe(true);
+      expect(envelope.decision).toBe("allow");
+      expect(envelope.coverage.ran).toEqual(["req-fake-honest-ts", "req-fake-honest-secrets"]);
+      expect(envelope.coverage.degraded).toEqual([]);
+      expect(envelope.assurance).toEqual({ mode: "gated", directWriteRisk: true });
+    });
+
+    it("denies when a granted provider reports an error, with a nextStep on the gating finding", async () => {
+      const { host } = await hostP;
+      const repo = tempRepo({ "src/a.ts": "const x = 1; // ASP-TS-ERROR\n" });
+      const { envelope } = await host.gate({ repo });
+      expect(envelope.decision).toBe("deny");
+      const gating = envelope.findings.filter((f) => f.disposition === "gating");
+      expect(gating).toHaveLength(1);
+      expect(gating[0]?.nextStep).toBeTruthy();
+      expect(gating[0]?.provenance).toEqual({ source: "ts", authenticated: true });
+    });
+  });
+});
