@@ -1,6 +1,6 @@
 import { ASSURANCE_MODES, CALL_SITES, FAIL_CLASSES, type FailPolicyOutcome, type Policy } from "@asp/contracts";
 import { canonicalize } from "@asp/evidence";
-import { type PolicyChangeAssessment, assessPolicyChange } from "./change.js";
+import { assessPolicyChange, type PolicyChangeAssessment } from "./change.js";
 import { type PolicyProblem, policyError } from "./errors.js";
 import { failPolicyCell, stricterOutcome } from "./fail-policy.js";
 import { type ActivePolicy, parsePolicy, requireActive, validatePolicy } from "./parse.js";
@@ -185,7 +185,11 @@ export function createBasePolicyAuthority(options: BasePolicyAuthorityOptions): 
     active,
     evaluate(candidate: unknown): PolicyEvaluation {
       const parsed = validatePolicy(candidate, { what: "candidate policy" });
-      if (!parsed.ok) return Object.freeze({ active, pending: Object.freeze({ status: "invalid" as const, problems: parsed.problems }) });
+      if (!parsed.ok)
+        return Object.freeze({
+          active,
+          pending: Object.freeze({ status: "invalid" as const, problems: parsed.problems }),
+        });
       return Object.freeze({
         active,
         pending: Object.freeze({

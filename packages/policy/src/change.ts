@@ -9,8 +9,8 @@ import {
 import { canonicalize, type Digest } from "@asp/evidence";
 import { failPolicyCell, outcomeStrictness } from "./fail-policy.js";
 import { toPointer } from "./json.js";
-import { DEFAULT_CREDENTIAL_FENCE } from "./permissions.js";
 import { type ActivePolicy, type PolicyDocument, requireActive } from "./parse.js";
+import { DEFAULT_CREDENTIAL_FENCE } from "./permissions.js";
 import { assuranceRank, requiredAssurance } from "./requirements.js";
 
 /** A `coverage.degraded[]` entry (the contracts `DegradedEntry` shape). */
@@ -341,14 +341,16 @@ function keyedChanges<T>(
     const k = key(t);
     baseKeys.add(k);
     const c = candByKey.get(k);
-    if (c === undefined) out.push({ section, change: "removed", key: k, document: "base", pointer: `/${section}/${i}` });
+    if (c === undefined)
+      out.push({ section, change: "removed", key: k, document: "base", pointer: `/${section}/${i}` });
     else if (!same(t, c.t)) {
       out.push({ section, change: "changed", key: k, document: "candidate", pointer: `/${section}/${c.i}` });
     }
   });
   cand.forEach((t, i) => {
     const k = key(t);
-    if (!baseKeys.has(k)) out.push({ section, change: "added", key: k, document: "candidate", pointer: `/${section}/${i}` });
+    if (!baseKeys.has(k))
+      out.push({ section, change: "added", key: k, document: "candidate", pointer: `/${section}/${i}` });
   });
 }
 
@@ -365,7 +367,12 @@ function objectChanges(
     const c = cand?.[k];
     if (same(b, c)) continue;
     const nested =
-      typeof b === "object" && b !== null && !Array.isArray(b) && typeof c === "object" && c !== null && !Array.isArray(c);
+      typeof b === "object" &&
+      b !== null &&
+      !Array.isArray(b) &&
+      typeof c === "object" &&
+      c !== null &&
+      !Array.isArray(c);
     if (nested) {
       objectChanges(section, b as Record<string, unknown>, c as Record<string, unknown>, out, [...prefix, k]);
       continue;
@@ -384,7 +391,13 @@ function objectChanges(
 function plainChanges(base: Doc, cand: Doc): Array<Omit<PolicyChange, "selfAuthorization">> {
   const out: Array<Omit<PolicyChange, "selfAuthorization">> = [];
   if (!same(base.description, cand.description)) {
-    out.push({ section: "description", change: "changed", key: "description", document: "candidate", pointer: "/description" });
+    out.push({
+      section: "description",
+      change: "changed",
+      key: "description",
+      document: "candidate",
+      pointer: "/description",
+    });
   }
   keyedChanges("requirements", base.requirements, cand.requirements, (r) => r.id, out);
   keyedChanges("providers", base.providers, cand.providers, (p) => p.id, out);
@@ -406,24 +419,48 @@ function plainChanges(base: Doc, cand: Doc): Array<Omit<PolicyChange, "selfAutho
   const rulesCand = cand.permissions?.rules ?? [];
   rulesBase.forEach((r, i) => {
     if (!rulesCand.some((x) => same(x, r))) {
-      out.push({ section: "permissions", change: "removed", key: `rule ${r.outcome} ${r.tool}`, document: "base", pointer: `/permissions/rules/${i}` });
+      out.push({
+        section: "permissions",
+        change: "removed",
+        key: `rule ${r.outcome} ${r.tool}`,
+        document: "base",
+        pointer: `/permissions/rules/${i}`,
+      });
     }
   });
   rulesCand.forEach((r, i) => {
     if (!rulesBase.some((x) => same(x, r))) {
-      out.push({ section: "permissions", change: "added", key: `rule ${r.outcome} ${r.tool}`, document: "candidate", pointer: `/permissions/rules/${i}` });
+      out.push({
+        section: "permissions",
+        change: "added",
+        key: `rule ${r.outcome} ${r.tool}`,
+        document: "candidate",
+        pointer: `/permissions/rules/${i}`,
+      });
     }
   });
   const fenceBase = base.permissions?.credentialFence ?? [];
   const fenceCand = cand.permissions?.credentialFence ?? [];
   fenceBase.forEach((g, i) => {
     if (!fenceCand.includes(g)) {
-      out.push({ section: "permissions", change: "removed", key: `fence ${g}`, document: "base", pointer: `/permissions/credentialFence/${i}` });
+      out.push({
+        section: "permissions",
+        change: "removed",
+        key: `fence ${g}`,
+        document: "base",
+        pointer: `/permissions/credentialFence/${i}`,
+      });
     }
   });
   fenceCand.forEach((g, i) => {
     if (!fenceBase.includes(g)) {
-      out.push({ section: "permissions", change: "added", key: `fence ${g}`, document: "candidate", pointer: `/permissions/credentialFence/${i}` });
+      out.push({
+        section: "permissions",
+        change: "added",
+        key: `fence ${g}`,
+        document: "candidate",
+        pointer: `/permissions/credentialFence/${i}`,
+      });
     }
   });
   if (!same(base.host, cand.host)) {

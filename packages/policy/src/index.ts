@@ -18,7 +18,12 @@
 
 export type { AuthorityGrant, PluginClaim, PluginGrant, ProviderClaim, ProviderPin } from "./authority.js";
 export { authorityFor, grantsFor, pluginGrant } from "./authority.js";
-export type { BasePolicyAuthority, BasePolicyAuthorityOptions, PendingPolicy, PolicyEvaluation } from "./base-authority.js";
+export type {
+  BasePolicyAuthority,
+  BasePolicyAuthorityOptions,
+  PendingPolicy,
+  PolicyEvaluation,
+} from "./base-authority.js";
 export { applyFloor, createBasePolicyAuthority } from "./base-authority.js";
 export type {
   DegradedEntry,

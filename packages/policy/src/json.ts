@@ -34,11 +34,12 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /** Readonly all the way down: what a frozen, activated policy document is typed as. */
-export type DeepReadonly<T> = T extends ReadonlyArray<infer U>
-  ? ReadonlyArray<DeepReadonly<U>>
-  : T extends object
-    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
-    : T;
+export type DeepReadonly<T> =
+  T extends ReadonlyArray<infer U>
+    ? ReadonlyArray<DeepReadonly<U>>
+    : T extends object
+      ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+      : T;
 
 /** A duplicate object key found in JSON text. */
 export interface DuplicateKey {

@@ -116,7 +116,11 @@ function scanLaunch(value: unknown, path: Array<string | number>, parentKey: str
 function scanEmpty(value: unknown, path: Array<string | number>, out: PolicyProblem[]): void {
   if (typeof value === "string") {
     if (value.trim() === "") {
-      out.push({ code: "ASP_POLICY_EMPTY_VALUE", pointer: toPointer(path), message: "is empty; omit it or give a value" });
+      out.push({
+        code: "ASP_POLICY_EMPTY_VALUE",
+        pointer: toPointer(path),
+        message: "is empty; omit it or give a value",
+      });
     }
     return;
   }
@@ -153,7 +157,9 @@ function schemaCode(raw: unknown, pointer: string, message: string): PolicyError
   if (pointer === "/apiVersion") return "ASP_POLICY_UNSUPPORTED_VERSION";
   if (message.startsWith("must be one of")) return "ASP_POLICY_UNKNOWN_VALUE";
   const at = valueAt(raw, pointer);
-  if (at === "" || (Array.isArray(at) && at.length === 0)) return "ASP_POLICY_EMPTY_VALUE";
+  // minLength / minItems: an empty list where one is required (a wrong type stays INVALID_VALUE).
+  if (at === "" || (Array.isArray(at) && at.length === 0 && /fewer than/.test(message)))
+    return "ASP_POLICY_EMPTY_VALUE";
   return "ASP_POLICY_INVALID_VALUE";
 }
 

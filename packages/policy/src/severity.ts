@@ -59,7 +59,11 @@ export function severityCeiling(
       cap.authority === undefined ? null : `authority ${cap.authority}`,
       cap.isolation === undefined ? null : `isolation ${isolation ?? "unknown"} at or below ${cap.isolation}`,
     ].filter((s) => s !== null);
-    best = { maxSeverity: cap.maxSeverity, capIndex, because: because.length > 0 ? because.join(", ") : "every provider" };
+    best = {
+      maxSeverity: cap.maxSeverity,
+      capIndex,
+      because: because.length > 0 ? because.join(", ") : "every provider",
+    };
   });
   return best;
 }

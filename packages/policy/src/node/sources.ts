@@ -110,7 +110,15 @@ export function createGitPolicySource(options: GitPolicySourceOptions): PolicySo
       let commit: string;
       try {
         commit = (
-          await run(git, ["-C", repository, "rev-parse", "--verify", "--quiet", "--end-of-options", `${revision}^{commit}`])
+          await run(git, [
+            "-C",
+            repository,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            `${revision}^{commit}`,
+          ])
         ).trim();
       } catch (cause) {
         throw policyError(
