@@ -1,0 +1,109 @@
+import { type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { dirname, isAbsolute, resolve, sep } from "node:path";
+import { blobDigest, type Digest, encodeTree, type TreeEntry } from "@asp/evidence";
+import { errnoOf, PluginError } from "./errors.js";
+
+/** The manifest every plugin folder has at its root. */
+export const MANIFEST_FILE = "asp-plugin.json";
+/** The detached signature next to it; the only file the digest leaves out. */
+export const SIGNATURE_FILE = "asp-plugin.sig";
+
+/** A plugin folder's identity. */
+export interface PluginDigest {
+  /** Real absolute path of the folder. */
+  readonly dir: string;
+  /** The evidence tree digest of every file in the folder except `asp-plugin.sig`. */
+  readonly digest: Digest;
+  /** Files and links covered. */
+  readonly files: number;
+}
+
+/** True when `target` is `root` or inside it. */
+export function isInside(root: string, target: string): boolean {
+  return target === root || target.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+}
+
+function io(path: string, what: string, error: unknown): PluginError {
+  return new PluginError("ASP_PLUGIN_IO", `${what} ${path}: ${errnoOf(error)}`, {
+    cause: error,
+    data: { path, errno: errnoOf(error) },
+  });
+}
+
+/**
+ * Compute a plugin's digest: the `@asp/evidence` tree digest of its folder (git-like blobs and
+ * trees; links recorded as links, never followed; executable bit kept; empty folders left out),
+ * covering every file — the manifest, `node_modules`, dotfiles, `.gitignore`d files — except the
+ * root `asp-plugin.sig`. Nothing is ignored, so nothing can be slipped in after signing.
+ *
+ * @throws PluginError `ASP_PLUGIN_SYMLINK_ESCAPE` for a link whose target is absolute or leaves
+ *   the folder, `ASP_PLUGIN_NOT_FOUND` when the folder does not exist, `ASP_PLUGIN_IO` otherwise.
+ */
+export function digestPlugin(dir: string): PluginDigest {
+  let root: string;
+  try {
+    root = realpathSync(resolve(dir));
+    if (!lstatSync(root).isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
+  } catch (error) {
+    throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no plugin folder at ${dir}`, { cause: error, data: { dir } });
+  }
+  let files = 0;
+  const walk = (abs: string, rel: string): TreeEntry[] => {
+    let dirents: Dirent[];
+    try {
+      dirents = readdirSync(abs, { withFileTypes: true });
+    } catch (error) {
+      throw io(abs, "cannot read directory", error);
+    }
+    const entries: TreeEntry[] = [];
+    for (const d of dirents) {
+      if (rel === "" && d.name === SIGNATURE_FILE) continue;
+      const childAbs = `${abs}${sep}${d.name}`;
+      const childRel = rel === "" ? d.name : `${rel}/${d.name}`;
+      if (d.isDirectory()) {
+        const sub = walk(childAbs, childRel);
+        if (sub.length === 0) continue;
+        entries.push({ name: d.name, mode: "040000", digest: encodeTree(sub).digest });
+      } else if (d.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = readlinkSync(childAbs);
+        } catch (error) {
+          throw io(childAbs, "cannot read link", error);
+        }
+        const resolved = resolve(dirname(childAbs), target);
+        let real = resolved;
+        try {
+          real = realpathSync(resolved);
+        } catch {
+          // A dangling link is judged by where it points.
+        }
+        if (isAbsolute(target) || !isInside(root, resolved) || !isInside(root, real)) {
+          throw new PluginError(
+            "ASP_PLUGIN_SYMLINK_ESCAPE",
+            `link ${childRel} points outside the plugin folder (${target})`,
+            { data: { path: childRel, target } },
+          );
+        }
+        entries.push({ name: d.name, mode: "120000", digest: blobDigest(new TextEncoder().encode(target)) });
+        files++;
+      } else if (d.isFile()) {
+        let bytes: Buffer;
+        let mode: number;
+        try {
+          mode = lstatSync(childAbs).mode;
+          bytes = readFileSync(childAbs);
+        } catch (error) {
+          throw io(childAbs, "cannot read", error);
+        }
+        const data = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        entries.push({ name: d.name, mode: (mode & 0o100) !== 0 ? "100755" : "100644", digest: blobDigest(data) });
+        files++;
+      }
+      // Sockets, fifos and devices carry no content and cannot be imported: left out, as in evidence.
+    }
+    return entries;
+  };
+  const tree = encodeTree(walk(root, ""));
+  return { dir: root, digest: tree.digest, files };
+}

@@ -1,0 +1,84 @@
+import { AspError, type AspErrorOptions } from "@asp/contracts";
+
+/**
+ * Every code `@asp/plugin-host` raises. A refused plugin carries one of these in its
+ * {@link RefusedPlugin} record; tests and hosts switch on them, never on message text.
+ *
+ * - `ASP_PLUGIN_NOT_FOUND`: the plugin folder does not exist or has no `asp-plugin.json`.
+ * - `ASP_PLUGIN_BAD_MANIFEST`: `asp-plugin.json` is not JSON, fails the contracts schema, names a
+ *   missing entry, or disagrees with the signed id/version.
+ * - `ASP_PLUGIN_UNSIGNED`: there is no `asp-plugin.sig`.
+ * - `ASP_PLUGIN_BAD_SIGNATURE`: the signature file is malformed or the ed25519 signature does not verify.
+ * - `ASP_PLUGIN_UNTRUSTED_KEY`: the signing key is not among the host's trust roots.
+ * - `ASP_PLUGIN_KEY_EXPIRED`: the signing key's trust root has expired.
+ * - `ASP_PLUGIN_REVOKED`: the signing key or the plugin digest is on a revocation list.
+ * - `ASP_PLUGIN_DIGEST_MISMATCH`: the folder's tree digest differs from the signed one (a file
+ *   changed, was added or removed after signing).
+ * - `ASP_PLUGIN_SYMLINK_ESCAPE`: a symbolic link in the plugin points outside its folder.
+ * - `ASP_PLUGIN_ENTRY_ESCAPE`: the manifest's `entry` resolves outside the plugin folder.
+ * - `ASP_PLUGIN_NOT_GRANTED`: trusted policy has no `plugins[]` grant for this id and digest.
+ * - `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`: the grant does not cover every declared capability.
+ * - `ASP_PLUGIN_INCOMPATIBLE`: protocol version or `engines.node` excludes this host.
+ * - `ASP_PLUGIN_DUPLICATE`: two loaded folders declare the same plugin id.
+ * - `ASP_PLUGIN_LOAD_FAILED`: an in-process plugin's entry did not import, or did not export
+ *   the branded declaration of its kind, or its `register` / `init` failed.
+ * - `ASP_PLUGIN_BAD_OPTIONS`: the options from trusted configuration fail the plugin's `optionsSchema`.
+ * - `ASP_PLUGIN_BAD_KEY`: a key file is malformed (wrong type, length or encoding).
+ * - `ASP_PLUGIN_BAD_TRUST_ROOT`: a trust-root file is unreadable or malformed.
+ * - `ASP_PLUGIN_IO`: a file could not be read or written (category `internal`).
+ */
+export type PluginErrorCode =
+  | "ASP_PLUGIN_NOT_FOUND"
+  | "ASP_PLUGIN_BAD_MANIFEST"
+  | "ASP_PLUGIN_UNSIGNED"
+  | "ASP_PLUGIN_BAD_SIGNATURE"
+  | "ASP_PLUGIN_UNTRUSTED_KEY"
+  | "ASP_PLUGIN_KEY_EXPIRED"
+  | "ASP_PLUGIN_REVOKED"
+  | "ASP_PLUGIN_DIGEST_MISMATCH"
+  | "ASP_PLUGIN_SYMLINK_ESCAPE"
+  | "ASP_PLUGIN_ENTRY_ESCAPE"
+  | "ASP_PLUGIN_NOT_GRANTED"
+  | "ASP_PLUGIN_CAPABILITY_NOT_GRANTED"
+  | "ASP_PLUGIN_INCOMPATIBLE"
+  | "ASP_PLUGIN_DUPLICATE"
+  | "ASP_PLUGIN_LOAD_FAILED"
+  | "ASP_PLUGIN_BAD_OPTIONS"
+  | "ASP_PLUGIN_BAD_KEY"
+  | "ASP_PLUGIN_BAD_TRUST_ROOT"
+  | "ASP_PLUGIN_IO";
+
+/** Every {@link PluginErrorCode}. */
+export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
+  "ASP_PLUGIN_NOT_FOUND",
+  "ASP_PLUGIN_BAD_MANIFEST",
+  "ASP_PLUGIN_UNSIGNED",
+  "ASP_PLUGIN_BAD_SIGNATURE",
+  "ASP_PLUGIN_UNTRUSTED_KEY",
+  "ASP_PLUGIN_KEY_EXPIRED",
+  "ASP_PLUGIN_REVOKED",
+  "ASP_PLUGIN_DIGEST_MISMATCH",
+  "ASP_PLUGIN_SYMLINK_ESCAPE",
+  "ASP_PLUGIN_ENTRY_ESCAPE",
+  "ASP_PLUGIN_NOT_GRANTED",
+  "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
+  "ASP_PLUGIN_INCOMPATIBLE",
+  "ASP_PLUGIN_DUPLICATE",
+  "ASP_PLUGIN_LOAD_FAILED",
+  "ASP_PLUGIN_BAD_OPTIONS",
+  "ASP_PLUGIN_BAD_KEY",
+  "ASP_PLUGIN_BAD_TRUST_ROOT",
+  "ASP_PLUGIN_IO",
+]);
+
+/** Thrown by `@asp/plugin-host`; a refusal's code says exactly which check failed. */
+export class PluginError extends AspError<PluginErrorCode> {
+  constructor(code: PluginErrorCode, message: string, options: AspErrorOptions = {}) {
+    super(code, message, { category: code === "ASP_PLUGIN_IO" ? "internal" : "input", ...options });
+  }
+}
+
+/** The error's code when it is a filesystem error. */
+export function errnoOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException)?.code ?? "error";
+}

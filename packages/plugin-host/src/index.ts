@@ -1,0 +1,54 @@
+/**
+ * `@asp/plugin-host`: signed, policy-granted plugins (DESIGN §1, host §1–§2).
+ *
+ * - plugin digests (the `@asp/evidence` tree digest of the folder) and detached ed25519
+ *   signatures over `{ id, version, digest }` ({@link signPlugin}, {@link writeKeyPair}),
+ * - trust roots with expiry and revocation from trusted configuration ({@link readTrustRoots}),
+ * - the loader ({@link loadPlugins}): every check before anything runs, precise refusal codes,
+ *   providers as trusted launch configurations, verifiers and sandboxes in-process,
+ * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}).
+ *
+ * @packageDocumentation
+ */
+
+export { protocolCompatible, satisfiesNodeRange } from "./compat.js";
+export { registerPlugins, TOKENS } from "./di.js";
+export type { PluginDigest } from "./digest.js";
+export { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
+export type { PluginErrorCode } from "./errors.js";
+export { PLUGIN_ERROR_CODES, PluginError } from "./errors.js";
+export type { KeyPair, PublicKey } from "./keys.js";
+export {
+  generateKeyPair,
+  keyIdOf,
+  PUBLIC_KEY_TYPE,
+  readPublicKey,
+  readSecretKey,
+  SECRET_KEY_TYPE,
+  writeKeyPair,
+} from "./keys.js";
+export type { LoadPluginsOptions, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
+export { factsOf, loadPlugins, verifyPlugin } from "./loader.js";
+export type { ReadManifest } from "./manifest.js";
+export { readPluginManifest } from "./manifest.js";
+export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";
+export { readSignatureFile, SIGNATURE_TYPE, signedMessage, signPlugin, verifySignature } from "./signature.js";
+export type { TrustRoot } from "./trust.js";
+export { isTrustRoot, readTrustRoots, TRUST_FILE_TYPE } from "./trust.js";
+export type {
+  CapturedInit,
+  DependencyRefLike,
+  LoadedInProcess,
+  LoadedProvider,
+  LoadedSandbox,
+  LoadedVerifier,
+  PluginEvidence,
+  PluginLoadResult,
+  RefusedPlugin,
+  Sandbox,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "./types.js";

@@ -1,0 +1,144 @@
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { ed25519 } from "@noble/curves/ed25519.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
+import { errnoOf, PluginError } from "./errors.js";
+
+/** `type` of a secret key file (written with mode 0600). */
+export const SECRET_KEY_TYPE = "asp-plugin-secret-key";
+/** `type` of a public key file (`PATH.pub`). */
+export const PUBLIC_KEY_TYPE = "asp-plugin-public-key";
+
+/** An ed25519 public key with its id. */
+export interface PublicKey {
+  /** `ed25519:` + the first 32 hex digits of sha256(publicKey). */
+  readonly keyId: string;
+  readonly publicKey: Uint8Array;
+}
+
+/** An ed25519 key pair. The secret half never leaves the signer's machine and is never printed. */
+export interface KeyPair extends PublicKey {
+  readonly secretKey: Uint8Array;
+}
+
+/** The id of a public key: `ed25519:` + 32 hex digits of its sha256. */
+export function keyIdOf(publicKey: Uint8Array): string {
+  return `ed25519:${bytesToHex(sha256(publicKey)).slice(0, 32)}`;
+}
+
+const b64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString("base64");
+
+/** Decode base64 of an exact length. @throws PluginError `ASP_PLUGIN_BAD_KEY`. */
+export function decodeKeyBytes(value: unknown, length: number, what: string): Uint8Array {
+  if (typeof value !== "string" || !/^[A-Za-z0-9+/]+=*$/.test(value)) {
+    throw new PluginError("ASP_PLUGIN_BAD_KEY", `${what} is not base64`);
+  }
+  const bytes = new Uint8Array(Buffer.from(value, "base64"));
+  if (bytes.length !== length) {
+    throw new PluginError("ASP_PLUGIN_BAD_KEY", `${what} must be ${length} bytes, got ${bytes.length}`);
+  }
+  return bytes;
+}
+
+/** Make a fresh ed25519 key pair. */
+export function generateKeyPair(): KeyPair {
+  const { secretKey, publicKey } = ed25519.keygen();
+  return { keyId: keyIdOf(publicKey), publicKey, secretKey };
+}
+
+/**
+ * Generate a key pair and write `path` (the secret key, mode 0600) and `path.pub`.
+ * Returns the public half only.
+ *
+ * @throws PluginError `ASP_PLUGIN_IO` when a file cannot be written (the secret key file must not exist yet).
+ * @example
+ * ```ts
+ * const { keyId } = writeKeyPair("./keys/team"); // ./keys/team and ./keys/team.pub
+ * ```
+ */
+export function writeKeyPair(
+  path: string,
+): PublicKey & { readonly secretKeyPath: string; readonly publicKeyPath: string } {
+  const pair = generateKeyPair();
+  const secret = { type: SECRET_KEY_TYPE, algorithm: "ed25519", keyId: pair.keyId, secretKey: b64(pair.secretKey) };
+  const pub = { type: PUBLIC_KEY_TYPE, algorithm: "ed25519", keyId: pair.keyId, publicKey: b64(pair.publicKey) };
+  try {
+    // `wx`: never overwrite an existing key; mode 0600 so only the owner can read the secret.
+    writeFileSync(path, `${JSON.stringify(secret, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+    chmodSync(path, 0o600);
+    writeFileSync(`${path}.pub`, `${JSON.stringify(pub, null, 2)}\n`, { mode: 0o644 });
+  } catch (error) {
+    throw new PluginError("ASP_PLUGIN_IO", `cannot write the key pair at ${path}: ${errnoOf(error)}`, {
+      cause: error,
+      data: { path, errno: errnoOf(error) },
+    });
+  }
+  return { keyId: pair.keyId, publicKey: pair.publicKey, secretKeyPath: path, publicKeyPath: `${path}.pub` };
+}
+
+/** @internal Read a JSON object file; the code names what kind of file it was meant to be. */
+export function readJsonFile(
+  path: string,
+  code: "ASP_PLUGIN_BAD_KEY" | "ASP_PLUGIN_BAD_TRUST_ROOT",
+): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new PluginError(code, `cannot read ${path}: ${errnoOf(error)}`, { cause: error, data: { path } });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PluginError(code, `${path} is not JSON`, { cause: error, data: { path } });
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new PluginError(code, `${path} is not a JSON object`, { data: { path } });
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Read a secret key file written by {@link writeKeyPair}.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable or not a secret key.
+ */
+export function readSecretKey(path: string): KeyPair {
+  const v = readJsonFile(path, "ASP_PLUGIN_BAD_KEY");
+  if (v.type !== SECRET_KEY_TYPE) {
+    throw new PluginError("ASP_PLUGIN_BAD_KEY", `${path} is not an ASP plugin secret key (type ${SECRET_KEY_TYPE})`, {
+      data: { path },
+    });
+  }
+  const secretKey = decodeKeyBytes(v.secretKey, 32, "secretKey");
+  const publicKey = ed25519.getPublicKey(secretKey);
+  return { keyId: keyIdOf(publicKey), publicKey, secretKey };
+}
+
+/**
+ * Read a public key file (`PATH.pub`).
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable, not a public key, or its
+ *   `keyId` does not match the key.
+ */
+export function readPublicKey(path: string): PublicKey {
+  const v = readJsonFile(path, "ASP_PLUGIN_BAD_KEY");
+  return publicKeyFrom(v, path);
+}
+
+/** @internal Decode a public key object (from a key file or a trust file's `keys[]`). */
+export function publicKeyFrom(v: Record<string, unknown>, where: string): PublicKey {
+  const publicKey = decodeKeyBytes(v.publicKey, 32, `${where}: publicKey`);
+  const keyId = keyIdOf(publicKey);
+  if (v.keyId !== undefined && v.keyId !== keyId) {
+    throw new PluginError(
+      "ASP_PLUGIN_BAD_KEY",
+      `${where}: keyId ${String(v.keyId)} does not match the key (${keyId})`,
+      {
+        data: { where },
+      },
+    );
+  }
+  return { keyId, publicKey };
+}

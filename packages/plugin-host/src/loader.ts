@@ -1,0 +1,392 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { PluginCapability, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
+import { CAPABILITY_FAMILIES, isAspError, validate } from "@asp/contracts";
+import type { FactInput, FactLog } from "@asp/evidence";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
+import { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
+import { PluginError } from "./errors.js";
+import { peekPluginId, readPluginManifest } from "./manifest.js";
+import { readSignatureFile, verifySignature } from "./signature.js";
+import type { TrustRoot } from "./trust.js";
+import type {
+  CapturedInit,
+  LoadedProvider,
+  LoadedSandbox,
+  LoadedVerifier,
+  PluginEvidence,
+  PluginLoadResult,
+  RefusedPlugin,
+} from "./types.js";
+
+/** Options of {@link verifyPlugin}. */
+export interface VerifyPluginOptions {
+  /** Trusted keys, from the composing host's trusted configuration only. */
+  readonly trustRoots: readonly TrustRoot[];
+  /** Trusted policy; when absent the grant is not checked (`authorityGrant: "unverified"`). */
+  readonly policy?: Policy | null;
+  readonly now?: () => Date;
+}
+
+/** A plugin whose signature, digest, trust, revocation, expiry and (when given) grant all verified. */
+export interface VerifiedPlugin {
+  readonly dir: string;
+  readonly manifest: PluginManifest;
+  /** Absolute real path of the entry, inside `dir`. */
+  readonly entryPath: string;
+  readonly evidence: Omit<PluginEvidence, "authorityGrant"> & { readonly authorityGrant: "verified" | "unverified" };
+}
+
+/**
+ * Verify a plugin folder before anything from it runs, in this order: the detached signature
+ * against the trust roots, revocation and expiry of the key, the recomputed tree digest (and
+ * links that stay inside), revocation of the digest, the manifest and its entry, engine and
+ * protocol compatibility, then the trusted-policy grant (id + digest + every capability).
+ *
+ * @throws PluginError with the precise code: `ASP_PLUGIN_UNSIGNED`, `ASP_PLUGIN_BAD_SIGNATURE`,
+ *   `ASP_PLUGIN_UNTRUSTED_KEY`, `ASP_PLUGIN_REVOKED`, `ASP_PLUGIN_KEY_EXPIRED`,
+ *   `ASP_PLUGIN_SYMLINK_ESCAPE`, `ASP_PLUGIN_DIGEST_MISMATCH`, `ASP_PLUGIN_NOT_FOUND`,
+ *   `ASP_PLUGIN_BAD_MANIFEST`, `ASP_PLUGIN_ENTRY_ESCAPE`, `ASP_PLUGIN_INCOMPATIBLE`,
+ *   `ASP_PLUGIN_NOT_GRANTED`, `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`.
+ * @example
+ * ```ts
+ * const verified = verifyPlugin("./plugins/provider-todo", { trustRoots: readTrustRoots(["/etc/asp/team.pub"]), policy });
+ * ```
+ */
+export function verifyPlugin(dir: string, options: VerifyPluginOptions): VerifiedPlugin {
+  const now = (options.now ?? (() => new Date()))();
+  const abs = resolve(dir);
+  if (!existsSync(abs) || !statSync(abs).isDirectory()) {
+    throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no plugin folder at ${dir}`, { data: { dir } });
+  }
+  // 1. Identity: a signature by a trusted key.
+  const sig = readSignatureFile(abs);
+  const root = options.trustRoots.find((r) => r.keyId === sig.keyId);
+  if (root === undefined) {
+    throw new PluginError("ASP_PLUGIN_UNTRUSTED_KEY", `signed by ${sig.keyId}, which is not a trusted key`, {
+      data: { keyId: sig.keyId },
+    });
+  }
+  if (!verifySignature(sig.payload, sig.signature, root.publicKey)) {
+    throw new PluginError("ASP_PLUGIN_BAD_SIGNATURE", `the signature by ${sig.keyId} does not verify`, {
+      data: { keyId: sig.keyId },
+    });
+  }
+  if (root.revoked) {
+    throw new PluginError("ASP_PLUGIN_REVOKED", `key ${root.keyId} is revoked (${root.source})`, {
+      data: { keyId: root.keyId },
+    });
+  }
+  if (root.expiresAt !== null && now.getTime() >= Date.parse(root.expiresAt)) {
+    throw new PluginError("ASP_PLUGIN_KEY_EXPIRED", `key ${root.keyId} expired at ${root.expiresAt}`, {
+      data: { keyId: root.keyId, expiresAt: root.expiresAt },
+    });
+  }
+  // 2. Integrity: the folder is exactly what was signed.
+  const computed = digestPlugin(abs);
+  if (computed.digest !== sig.payload.digest) {
+    throw new PluginError(
+      "ASP_PLUGIN_DIGEST_MISMATCH",
+      `the folder's digest ${computed.digest} is not the signed ${sig.payload.digest}: a file changed, was added or removed after signing`,
+      { data: { signed: sig.payload.digest, actual: computed.digest } },
+    );
+  }
+  if (options.trustRoots.some((r) => r.revokedDigests.includes(computed.digest))) {
+    throw new PluginError("ASP_PLUGIN_REVOKED", `plugin digest ${computed.digest} is revoked`, {
+      data: { digest: computed.digest },
+    });
+  }
+  // 3. The signed manifest.
+  const { manifest, entryPath } = readPluginManifest(computed.dir);
+  if (manifest.id !== sig.payload.id || manifest.version !== sig.payload.version) {
+    throw new PluginError(
+      "ASP_PLUGIN_BAD_MANIFEST",
+      `the manifest says ${manifest.id}@${manifest.version} but the signature covers ${sig.payload.id}@${sig.payload.version}`,
+    );
+  }
+  if (!satisfiesNodeRange(process.version, manifest.engines.node)) {
+    throw new PluginError(
+      "ASP_PLUGIN_INCOMPATIBLE",
+      `engines.node ${JSON.stringify(manifest.engines.node)} excludes this Node ${process.version}`,
+      { data: { engines: manifest.engines.node } },
+    );
+  }
+  if (manifest.kind === "provider" && !protocolCompatible(manifest.protocolVersion)) {
+    throw new PluginError("ASP_PLUGIN_INCOMPATIBLE", `protocol ${manifest.protocolVersion} is not compatible`, {
+      data: { protocolVersion: manifest.protocolVersion },
+    });
+  }
+  // 4. Authority: trusted policy grants this id, this digest, every capability.
+  let authorityGrant: "verified" | "unverified" = "unverified";
+  if (options.policy !== undefined && options.policy !== null) {
+    const grants = (options.policy.plugins ?? []).filter((g) => g.id === manifest.id);
+    const grant = grants.find((g) => g.digest === computed.digest);
+    if (grant === undefined) {
+      throw new PluginError(
+        "ASP_PLUGIN_NOT_GRANTED",
+        grants.length === 0
+          ? `trusted policy grants no plugin ${manifest.id}`
+          : `trusted policy grants ${manifest.id} only for digest ${grants.map((g) => g.digest).join(", ")}, not ${computed.digest}`,
+        { data: { id: manifest.id, digest: computed.digest } },
+      );
+    }
+    const missing = manifest.capabilities.filter((c) => !grant.capabilities.includes(c));
+    if (missing.length > 0) {
+      throw new PluginError(
+        "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
+        `trusted policy does not grant ${manifest.id} the capabilities ${missing.join(", ")}`,
+        { data: { id: manifest.id, missing } },
+      );
+    }
+    authorityGrant = "verified";
+  }
+  return {
+    dir: computed.dir,
+    manifest,
+    entryPath,
+    evidence: {
+      identity: "verified",
+      integrity: "verified",
+      authorityGrant,
+      keyId: root.keyId,
+      trustSource: root.source,
+      digest: computed.digest,
+      signature: sig.signature,
+      capabilities: manifest.capabilities,
+      verifiedAt: now.toISOString(),
+    },
+  };
+}
+
+/** Options of {@link loadPlugins}. */
+export interface LoadPluginsOptions {
+  /** Plugin folders, or folders whose direct subfolders are plugins. */
+  readonly dirs: readonly string[];
+  /** Trusted keys (see `readTrustRoots`), never from a plugin or the repository. */
+  readonly trustRoots: readonly TrustRoot[];
+  /** Trusted policy: its `plugins[]` grants decide what loads. */
+  readonly policy: Policy;
+  readonly now?: () => Date;
+  /** Options for in-process plugins by id, from trusted configuration; validated against each `optionsSchema`. */
+  readonly pluginOptions?: Readonly<Record<string, unknown>>;
+  /** When given, one fact per plugin (`plugin.loaded` / `plugin.refused`) is appended in one batch. */
+  readonly factLog?: FactLog;
+}
+
+function discover(dirs: readonly string[], refused: RefusedPlugin[]): string[] {
+  const found: string[] = [];
+  for (const dir of dirs) {
+    const abs = resolve(dir);
+    if (!existsSync(abs) || !statSync(abs).isDirectory()) {
+      refused.push({ dir: abs, id: null, code: "ASP_PLUGIN_NOT_FOUND", message: `no plugin folder at ${dir}` });
+      continue;
+    }
+    if (existsSync(join(abs, MANIFEST_FILE)) || existsSync(join(abs, SIGNATURE_FILE))) {
+      found.push(abs);
+      continue;
+    }
+    for (const name of readdirSync(abs).sort()) {
+      const sub = join(abs, name);
+      if (
+        statSync(sub).isDirectory() &&
+        (existsSync(join(sub, MANIFEST_FILE)) || existsSync(join(sub, SIGNATURE_FILE)))
+      ) {
+        found.push(sub);
+      }
+    }
+  }
+  return found;
+}
+
+const BRANDS = { verifier: "@asp/VerifierPlugin", sandbox: "@asp/SandboxPlugin" } as const;
+
+function loadFailed(id: string, why: string, cause?: unknown): PluginError {
+  return new PluginError("ASP_PLUGIN_LOAD_FAILED", `${id}: ${why}`, {
+    data: { id },
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+async function loadInProcess(
+  v: VerifiedPlugin,
+  kind: "verifier" | "sandbox",
+  options: unknown,
+): Promise<{ init: CapturedInit; options: unknown }> {
+  const id = v.manifest.id;
+  let mod: { default?: unknown };
+  try {
+    // The digest in the URL gives every verified content its own module instance.
+    mod = (await import(`${pathToFileURL(v.entryPath).href}?digest=${v.evidence.digest}`)) as { default?: unknown };
+  } catch (error) {
+    throw loadFailed(id, `importing the entry failed: ${(error as Error).message}`, error);
+  }
+  const decl = mod.default as
+    | {
+        $$type?: unknown;
+        id?: unknown;
+        capabilities?: unknown;
+        optionsSchema?: unknown;
+        register?: unknown;
+      }
+    | undefined;
+  if (typeof decl !== "object" || decl === null || decl.$$type !== BRANDS[kind]) {
+    throw loadFailed(id, `the entry's default export is not a ${kind} declaration (${BRANDS[kind]})`);
+  }
+  if (decl.id !== id) throw loadFailed(id, `the declaration's id ${JSON.stringify(decl.id)} is not the manifest's`);
+  const caps = Array.isArray(decl.capabilities) ? (decl.capabilities as PluginCapability[]) : [];
+  if (caps.length === 0 || caps.some((c) => !v.manifest.capabilities.includes(c))) {
+    throw loadFailed(id, "the declaration claims capabilities its signed manifest does not declare");
+  }
+  if (decl.optionsSchema !== undefined) {
+    let ok: boolean;
+    let detail = "";
+    try {
+      const ajv = new Ajv2020({ allErrors: true, strict: false });
+      const fn = ajv.compile(decl.optionsSchema as object);
+      ok = fn(options) === true;
+      const first = fn.errors?.[0];
+      if (first) detail = `${first.instancePath || "/"} ${first.message ?? ""}`;
+    } catch (error) {
+      throw loadFailed(id, `its optionsSchema does not compile: ${(error as Error).message}`, error);
+    }
+    if (!ok) {
+      throw new PluginError("ASP_PLUGIN_BAD_OPTIONS", `options for ${id} are invalid: ${detail}`, { data: { id } });
+    }
+  }
+  if (typeof decl.register !== "function") throw loadFailed(id, "the declaration has no register()");
+  const captured: CapturedInit[] = [];
+  try {
+    (decl.register as (reg: unknown) => void)({
+      registerInit: (init: CapturedInit) => {
+        captured.push(init);
+      },
+    });
+  } catch (error) {
+    throw loadFailed(id, `register() threw: ${(error as Error).message}`, error);
+  }
+  const init = captured[0];
+  if (captured.length !== 1 || init === undefined) {
+    throw loadFailed(id, `register() must call registerInit exactly once (called ${captured.length} times)`);
+  }
+  if (
+    typeof init.init !== "function" ||
+    typeof init.deps !== "object" ||
+    init.deps === null ||
+    Object.values(init.deps).some((d) => typeof d?.key !== "string")
+  ) {
+    throw loadFailed(id, "registerInit needs { deps: { name: DependencyRef }, init: function }");
+  }
+  return { init, options };
+}
+
+/**
+ * Verify and load every plugin in `dirs` (see {@link verifyPlugin}; nothing from a plugin runs
+ * before every check passed). Providers become trusted launch configurations (a contracts
+ * `ProviderManifest`: this node binary, the absolute entry, the plugin's own folder as cwd,
+ * the verified digest); verifiers and sandboxes are imported in-process, their branded
+ * declaration checked and their `register` phase run. Every failure is a {@link RefusedPlugin}
+ * with its precise code, never an exception: a refused required provider is degraded coverage
+ * for the host, never a pass.
+ *
+ * @throws EvidenceError only when `factLog` is given and appending fails.
+ * @example
+ * ```ts
+ * const result = await loadPlugins({ dirs: ["./plugins"], trustRoots: readTrustRoots(["./keys/team.pub"]), policy });
+ * for (const r of result.refused) console.error(`${r.id ?? r.dir}: ${r.code}`);
+ * ```
+ */
+export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLoadResult> {
+  const refused: RefusedPlugin[] = [];
+  const providers: LoadedProvider[] = [];
+  const verifiers: LoadedVerifier[] = [];
+  const sandboxes: LoadedSandbox[] = [];
+  const seen = new Set<string>();
+  for (const dir of discover(options.dirs, refused)) {
+    try {
+      const v = verifyPlugin(dir, {
+        trustRoots: options.trustRoots,
+        policy: options.policy,
+        ...(options.now ? { now: options.now } : {}),
+      });
+      const evidence: PluginEvidence = { ...v.evidence, authorityGrant: "verified" };
+      const id = v.manifest.id;
+      if (seen.has(id)) throw new PluginError("ASP_PLUGIN_DUPLICATE", `another folder already loaded plugin ${id}`);
+      if (v.manifest.kind === "provider") {
+        const capabilities = v.manifest.capabilities.filter((c): c is ProviderManifest["capabilities"][number] =>
+          (CAPABILITY_FAMILIES as readonly string[]).includes(c),
+        );
+        const manifest = {
+          id,
+          version: v.manifest.version,
+          digest: v.evidence.digest,
+          executable: process.execPath,
+          args: [v.entryPath],
+          cwd: v.dir,
+          capabilities,
+          diagnosticSources: v.manifest.diagnosticSources,
+          protocolVersion: v.manifest.protocolVersion,
+        };
+        const r = validate("provider-manifest", manifest);
+        if (!r.ok) {
+          const first = r.errors[0];
+          throw new PluginError(
+            "ASP_PLUGIN_BAD_MANIFEST",
+            `provider ${id} has no launchable configuration: ${first?.pointer || "/"} ${first?.message ?? ""}`,
+          );
+        }
+        providers.push(
+          Object.freeze({ $$type: "@asp/LoadedProvider", dir: v.dir, plugin: v.manifest, manifest: r.value, evidence }),
+        );
+      } else {
+        const loaded = await loadInProcess(v, v.manifest.kind, options.pluginOptions?.[id] ?? {});
+        const common = { dir: v.dir, plugin: v.manifest, evidence, options: loaded.options, init: loaded.init };
+        if (v.manifest.kind === "verifier") verifiers.push(Object.freeze({ $$type: "@asp/LoadedVerifier", ...common }));
+        else sandboxes.push(Object.freeze({ $$type: "@asp/LoadedSandbox", ...common }));
+      }
+      seen.add(id);
+    } catch (error) {
+      const code =
+        error instanceof PluginError || (isAspError(error) && error.code.startsWith("ASP_PLUGIN_"))
+          ? (error as PluginError).code
+          : "ASP_PLUGIN_LOAD_FAILED";
+      refused.push({ dir, id: peekPluginId(dir), code, message: (error as Error).message });
+    }
+  }
+  const result: PluginLoadResult = { providers, verifiers, sandboxes, refused };
+  if (options.factLog !== undefined) await options.factLog.append(factsOf(result));
+  return result;
+}
+
+/** The facts `loadPlugins` records: one per plugin, loaded or refused. */
+export function factsOf(result: PluginLoadResult): FactInput[] {
+  const loaded = [
+    ...result.providers.map((p) => ({ kind: "provider", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
+    ...result.verifiers.map((p) => ({ kind: "verifier", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
+    ...result.sandboxes.map((p) => ({ kind: "sandbox", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
+  ];
+  return [
+    ...loaded.map((l) => ({
+      kind: "plugin.loaded",
+      record: {
+        id: l.plugin.id,
+        version: l.plugin.version,
+        kind: l.kind,
+        dir: l.dir,
+        digest: l.evidence.digest,
+        keyId: l.evidence.keyId,
+        capabilities: [...l.evidence.capabilities],
+        identity: l.evidence.identity,
+        integrity: l.evidence.integrity,
+        authorityGrant: l.evidence.authorityGrant,
+      },
+      index: [{ name: "plugin", value: l.plugin.id }],
+    })),
+    ...result.refused.map((r) => ({
+      kind: "plugin.refused",
+      record: { dir: r.dir, id: r.id, code: r.code, message: r.message },
+      index: [{ name: "plugin", value: r.id ?? r.dir }],
+    })),
+  ];
+}

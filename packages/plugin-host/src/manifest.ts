@@ -1,0 +1,89 @@
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { type PluginManifest, validate } from "@asp/contracts";
+import { isInside, MANIFEST_FILE } from "./digest.js";
+import { errnoOf, PluginError } from "./errors.js";
+
+/**
+ * Read the raw manifest, only to name the plugin in a refusal: nothing in it is trusted until
+ * the signature and digest are verified.
+ */
+export function peekPluginId(dir: string): string | null {
+  try {
+    const v = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), "utf8")) as { id?: unknown };
+    return typeof v.id === "string" && v.id.length > 0 && v.id.length <= 214 ? v.id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A validated manifest with the absolute path of its entry. */
+export interface ReadManifest {
+  readonly manifest: PluginManifest;
+  /** Absolute, real path of the entry inside the plugin folder. */
+  readonly entryPath: string;
+}
+
+/**
+ * Read and validate `asp-plugin.json` of the plugin folder `root` (a real absolute path): the
+ * contracts `plugin-manifest` schema, and an `entry` that is a file inside the folder.
+ *
+ * @throws PluginError `ASP_PLUGIN_NOT_FOUND` without a manifest, `ASP_PLUGIN_BAD_MANIFEST` when
+ *   it is not valid, `ASP_PLUGIN_ENTRY_ESCAPE` when the entry resolves outside the folder.
+ */
+export function readPluginManifest(root: string): ReadManifest {
+  const file = join(root, MANIFEST_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no ${MANIFEST_FILE} in ${root} (${errnoOf(error)})`, {
+      cause: error,
+      data: { dir: root },
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `${MANIFEST_FILE} in ${root} is not JSON`, { cause: error });
+  }
+  // The entry is checked before the schema so an escaping path gets its own, precise code.
+  const entry = (value as { entry?: unknown } | null)?.entry;
+  if (typeof entry === "string") {
+    const abs = resolve(root, entry);
+    if (isAbsolute(entry) || entry.includes("\\") || !isInside(root, abs)) {
+      throw new PluginError("ASP_PLUGIN_ENTRY_ESCAPE", `entry ${JSON.stringify(entry)} leaves the plugin folder`, {
+        data: { entry },
+      });
+    }
+  }
+  const r = validate("plugin-manifest", value);
+  if (!r.ok) {
+    const first = r.errors[0];
+    throw new PluginError(
+      "ASP_PLUGIN_BAD_MANIFEST",
+      `${MANIFEST_FILE} is not a valid plugin manifest: ${first?.pointer || "/"} ${first?.message ?? ""}`,
+      { data: { errors: r.errors } },
+    );
+  }
+  const manifest = r.value;
+  const abs = resolve(root, manifest.entry);
+  if (!existsSync(abs)) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} does not exist`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  const real = realpathSync(abs);
+  if (!isInside(root, real)) {
+    throw new PluginError("ASP_PLUGIN_ENTRY_ESCAPE", `entry ${manifest.entry} resolves outside the plugin folder`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  if (!statSync(real).isFile()) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} is not a file`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  return { manifest, entryPath: real };
+}

@@ -1,0 +1,130 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { canonicalBytes, type Digest } from "@asp/evidence";
+import { ed25519 } from "@noble/curves/ed25519.js";
+import { digestPlugin, SIGNATURE_FILE } from "./digest.js";
+import { errnoOf, PluginError } from "./errors.js";
+import { type KeyPair, readSecretKey } from "./keys.js";
+import { readPluginManifest } from "./manifest.js";
+
+/** What a plugin signature signs. */
+export interface SignedPayload {
+  readonly id: string;
+  readonly version: string;
+  readonly digest: Digest;
+}
+
+/** The detached signature file `asp-plugin.sig`. */
+export interface SignatureFile {
+  readonly type: typeof SIGNATURE_TYPE;
+  readonly payload: SignedPayload;
+  readonly keyId: string;
+  /** base64 ed25519 signature over {@link signedMessage}(payload). */
+  readonly signature: string;
+}
+
+/** `type` of the signature file; also the domain separator inside the signed bytes. */
+export const SIGNATURE_TYPE = "asp-plugin-signature/v1";
+
+/** The exact bytes signed: RFC 8785 canonical JSON of `{ type, id, version, digest }`. */
+export function signedMessage(payload: SignedPayload): Uint8Array {
+  return canonicalBytes({ type: SIGNATURE_TYPE, id: payload.id, version: payload.version, digest: payload.digest });
+}
+
+/** What {@link signPlugin} wrote. */
+export interface SignResult extends SignedPayload {
+  readonly keyId: string;
+  readonly path: string;
+}
+
+/**
+ * Sign a plugin folder: validate its manifest, compute its tree digest, and write the detached
+ * signature `asp-plugin.sig` over `{ id, version, digest }`.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` for an unreadable secret key, `ASP_PLUGIN_NOT_FOUND` /
+ *   `ASP_PLUGIN_BAD_MANIFEST` / `ASP_PLUGIN_ENTRY_ESCAPE` / `ASP_PLUGIN_SYMLINK_ESCAPE` for a
+ *   folder that could never load, `ASP_PLUGIN_IO` when the signature cannot be written.
+ * @example
+ * ```ts
+ * const { digest, keyId } = signPlugin("./plugin", "./keys/team");
+ * ```
+ */
+export function signPlugin(dir: string, key: string | KeyPair): SignResult {
+  const pair = typeof key === "string" ? readSecretKey(key) : key;
+  const { dir: root, digest } = digestPlugin(dir);
+  const { manifest } = readPluginManifest(root);
+  const payload: SignedPayload = { id: manifest.id, version: manifest.version, digest };
+  const signature = ed25519.sign(signedMessage(payload), pair.secretKey);
+  const file: SignatureFile = {
+    type: SIGNATURE_TYPE,
+    payload,
+    keyId: pair.keyId,
+    signature: Buffer.from(signature).toString("base64"),
+  };
+  const path = join(root, SIGNATURE_FILE);
+  try {
+    writeFileSync(path, `${JSON.stringify(file, null, 2)}\n`);
+  } catch (error) {
+    throw new PluginError("ASP_PLUGIN_IO", `cannot write ${path}: ${errnoOf(error)}`, { cause: error });
+  }
+  return { ...payload, keyId: pair.keyId, path };
+}
+
+/**
+ * Read and shape-check `asp-plugin.sig` (the signature itself is checked by the loader).
+ *
+ * @throws PluginError `ASP_PLUGIN_UNSIGNED` when there is none, `ASP_PLUGIN_BAD_SIGNATURE` when malformed.
+ */
+export function readSignatureFile(root: string): SignatureFile {
+  const path = join(root, SIGNATURE_FILE);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") {
+      throw new PluginError(
+        "ASP_PLUGIN_UNSIGNED",
+        `the plugin has no ${SIGNATURE_FILE}: sign it with \`asp plugin sign\``,
+        {
+          data: { dir: root },
+        },
+      );
+    }
+    throw new PluginError("ASP_PLUGIN_IO", `cannot read ${path}: ${errnoOf(error)}`, { cause: error });
+  }
+  const bad = (why: string): never => {
+    throw new PluginError("ASP_PLUGIN_BAD_SIGNATURE", `${SIGNATURE_FILE} is malformed: ${why}`, {
+      data: { dir: root },
+    });
+  };
+  let v: Record<string, unknown> = {};
+  try {
+    v = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    bad("not JSON");
+  }
+  if (typeof v !== "object" || v === null || v.type !== SIGNATURE_TYPE) bad(`type is not ${SIGNATURE_TYPE}`);
+  const p = v.payload as Record<string, unknown> | undefined;
+  if (typeof p !== "object" || p === null) return bad("no payload");
+  if (typeof p.id !== "string" || typeof p.version !== "string") bad("payload id/version missing");
+  if (typeof p.digest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(p.digest)) bad("payload digest malformed");
+  if (typeof v.keyId !== "string") bad("keyId missing");
+  if (typeof v.signature !== "string" || !/^[A-Za-z0-9+/]+=*$/.test(v.signature)) bad("signature is not base64");
+  return {
+    type: SIGNATURE_TYPE,
+    payload: { id: p.id as string, version: p.version as string, digest: p.digest as Digest },
+    keyId: v.keyId as string,
+    signature: v.signature as string,
+  };
+}
+
+/** True when `signature` (base64) is a valid ed25519 signature of `payload` by `publicKey`. */
+export function verifySignature(payload: SignedPayload, signature: string, publicKey: Uint8Array): boolean {
+  const sig = new Uint8Array(Buffer.from(signature, "base64"));
+  if (sig.length !== 64) return false;
+  try {
+    return ed25519.verify(sig, signedMessage(payload), publicKey);
+  } catch {
+    return false;
+  }
+}

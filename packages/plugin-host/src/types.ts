@@ -1,0 +1,152 @@
+import type {
+  FindingSeverity,
+  GuardianDecision,
+  PluginCapability,
+  PluginManifest,
+  ProviderManifest,
+  ReviewVerdict,
+  RiskLevel,
+  TransactionGuarantee,
+} from "@asp/contracts";
+import type { Digest } from "@asp/evidence";
+import type { PluginErrorCode } from "./errors.js";
+
+/** Authority evidence of a verified plugin: what was checked and against what. */
+export interface PluginEvidence {
+  /** The signature verified against a trusted, unexpired, unrevoked key. */
+  readonly identity: "verified";
+  /** The folder's recomputed tree digest equals the signed one. */
+  readonly integrity: "verified";
+  /** Trusted policy grants this id + digest every declared capability. */
+  readonly authorityGrant: "verified";
+  readonly keyId: string;
+  /** The trust-root file the key came from. */
+  readonly trustSource: string;
+  readonly digest: Digest;
+  /** base64 ed25519 signature over `{ id, version, digest }`. */
+  readonly signature: string;
+  readonly capabilities: readonly PluginCapability[];
+  readonly verifiedAt: string;
+}
+
+/** A verified, granted provider: launch it from `manifest` (trusted launch configuration). */
+export interface LoadedProvider {
+  readonly $$type: "@asp/LoadedProvider";
+  readonly dir: string;
+  /** The signed plugin manifest. */
+  readonly plugin: PluginManifest;
+  /** `executable` = this node binary, `args` = [absolute entry], `cwd` = the plugin folder, `digest` = the verified digest. */
+  readonly manifest: ProviderManifest;
+  readonly evidence: PluginEvidence;
+}
+
+/** A dependency reference as `@asp/sdk` declares it. */
+export interface DependencyRefLike {
+  readonly key: string;
+}
+
+/** The `registerInit` payload captured from an in-process plugin's `register` phase. */
+export interface CapturedInit {
+  readonly deps: Readonly<Record<string, DependencyRefLike>>;
+  readonly init: (deps: Record<string, unknown>, ctx: { readonly id: string; readonly options: unknown }) => unknown;
+}
+
+/** Fields shared by verified in-process plugins. */
+export interface LoadedInProcess {
+  readonly dir: string;
+  readonly plugin: PluginManifest;
+  readonly evidence: PluginEvidence;
+  /** Validated options from trusted configuration. */
+  readonly options: unknown;
+  readonly init: CapturedInit;
+}
+
+/** A verified, granted verifier plugin (not yet instantiated: see `registerPlugins`). */
+export interface LoadedVerifier extends LoadedInProcess {
+  readonly $$type: "@asp/LoadedVerifier";
+}
+
+/** A verified, granted sandbox plugin (not yet instantiated: see `registerPlugins`). */
+export interface LoadedSandbox extends LoadedInProcess {
+  readonly $$type: "@asp/LoadedSandbox";
+}
+
+/** A plugin that was refused, and exactly why. Nothing from it ran. */
+export interface RefusedPlugin {
+  readonly dir: string;
+  /** The id its (unverified) manifest claims, when readable. */
+  readonly id: string | null;
+  readonly code: PluginErrorCode;
+  readonly message: string;
+}
+
+/** What `loadPlugins` found. */
+export interface PluginLoadResult {
+  readonly providers: readonly LoadedProvider[];
+  readonly verifiers: readonly LoadedVerifier[];
+  readonly sandboxes: readonly LoadedSandbox[];
+  readonly refused: readonly RefusedPlugin[];
+}
+
+/** A Reviewer's or Guardian's input (the SDK's `VerifyRequest`). */
+export type VerifyRequest =
+  | { readonly kind: "review"; readonly subject: unknown; readonly signal?: AbortSignal }
+  | {
+      readonly kind: "guardian";
+      readonly actionDigest: string;
+      readonly actionClass: string;
+      readonly subject: unknown;
+      readonly signal?: AbortSignal;
+    };
+
+/** A verifier's answer (the SDK's `VerifyResponse`). */
+export type VerifyResponse =
+  | {
+      readonly kind: "review";
+      readonly verdict: ReviewVerdict;
+      readonly findings: ReadonlyArray<{
+        readonly severity: FindingSeverity;
+        readonly title: string;
+        readonly detail?: string;
+        readonly path?: string;
+      }>;
+    }
+  | {
+      readonly kind: "guardian";
+      readonly decision: GuardianDecision;
+      readonly risk: RiskLevel;
+      readonly recoverable: boolean;
+      readonly rationale: string;
+    };
+
+/** A registered verifier (resolved from `TOKENS.Verifier`), stamped with its verified identity. */
+export interface Verifier {
+  readonly id: string;
+  readonly version: string;
+  readonly digest: Digest;
+  readonly capabilities: readonly PluginCapability[];
+  verify(request: VerifyRequest): Promise<VerifyResponse>;
+}
+
+/** What a sandbox is asked to stage (the SDK's `StageRequest`). */
+export interface StageRequest {
+  readonly root: string;
+  readonly writes: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | null }>;
+  readonly signal?: AbortSignal;
+}
+
+/** What a sandbox achieved (the SDK's `StageResult`). */
+export interface StageResult {
+  readonly applied: boolean;
+  readonly guarantee: TransactionGuarantee;
+  readonly detail?: string;
+}
+
+/** A registered sandbox (resolved from `TOKENS.Sandbox`), stamped with its verified identity. */
+export interface Sandbox {
+  readonly id: string;
+  readonly version: string;
+  readonly digest: Digest;
+  readonly capabilities: readonly PluginCapability[];
+  stage(request: StageRequest): Promise<StageResult>;
+}

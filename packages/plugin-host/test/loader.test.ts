@@ -1,0 +1,391 @@
+import "reflect-metadata";
+import { spawnSync } from "node:child_process";
+import { appendFileSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createMemoryStore, snapshotWorktree } from "@asp/evidence";
+import { ed25519 } from "@noble/curves/ed25519.js";
+import { container } from "tsyringe";
+import { describe, expect, it } from "vitest";
+import {
+  digestPlugin,
+  loadPlugins,
+  type PluginErrorCode,
+  readSecretKey,
+  readTrustRoots,
+  registerPlugins,
+  SIGNATURE_TYPE,
+  signedMessage,
+  signPlugin,
+  TOKENS,
+  TRUST_FILE_TYPE,
+  verifyPlugin,
+} from "../src/index.js";
+import { grantPolicy, makeKey, makePlugin, tempDir } from "./helpers.js";
+
+const imported = (): Record<string, boolean> =>
+  ((globalThis as { __aspImported?: Record<string, boolean> }).__aspImported ?? {}) as Record<string, boolean>;
+
+async function refusedWith(
+  dir: string,
+  code: PluginErrorCode,
+  opts: { roots?: ReturnType<typeof makeKey>["roots"]; policy?: ReturnType<typeof grantPolicy>; now?: () => Date } = {},
+): Promise<void> {
+  const roots = opts.roots ?? [];
+  const result = await loadPlugins({
+    dirs: [dir],
+    trustRoots: roots,
+    policy: opts.policy ?? grantPolicy([{ dir }]),
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  expect(result.providers.length + result.verifiers.length + result.sandboxes.length).toBe(0);
+  expect(result.refused.map((r) => r.code)).toEqual([code]);
+}
+
+describe("loadPlugins", () => {
+  describe("when every check passes", () => {
+    it("loads a provider as a trusted launch configuration that really runs", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const signed = signPlugin(dir, key);
+      const policy = grantPolicy([{ dir, capabilities: ["check"] }]);
+      const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy });
+      expect(result.refused).toEqual([]);
+      const [p] = result.providers;
+      expect(p?.manifest).toEqual({
+        id: "provider-test",
+        version: "1.2.3",
+        digest: signed.digest,
+        executable: process.execPath,
+        args: [join(p?.dir ?? "", "main.mjs")],
+        cwd: p?.dir,
+        capabilities: ["check"],
+        diagnosticSources: ["test"],
+        protocolVersion: "1.0",
+      });
+      expect(p?.evidence).toMatchObject({
+        identity: "verified",
+        integrity: "verified",
+        authorityGrant: "verified",
+        keyId: signed.keyId,
+      });
+      // host §2: structured argv, absolute executable, the plugin's own folder as cwd.
+      const m = p?.manifest;
+      const run = spawnSync(m?.executable ?? "", m?.args ?? [], { cwd: m?.cwd, encoding: "utf8" });
+      expect(JSON.parse(run.stdout)).toEqual({ cwd: p?.dir, argv: [join(p?.dir ?? "", "main.mjs")] });
+    });
+
+    it("loads a verifier in-process and registers it under TOKENS.Verifier", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("verifier", { id: "verifier-happy" });
+      signPlugin(dir, key);
+      const result = await loadPlugins({
+        dirs: [dir],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir }]),
+        pluginOptions: { "verifier-happy": { strict: true } },
+      });
+      expect(result.refused).toEqual([]);
+      expect(result.verifiers.map((v) => v.plugin.id)).toEqual(["verifier-happy"]);
+      const child = container.createChildContainer();
+      child.register(Symbol.for("asp.test.Clock"), { useValue: { now: () => new Date(0) } });
+      registerPlugins(child, result);
+      const [verifier] = child.resolveAll(TOKENS.Verifier);
+      expect(verifier?.id).toBe("verifier-happy");
+      expect(verifier?.digest).toBe(result.verifiers[0]?.evidence.digest);
+      expect(await verifier?.verify({ kind: "review", subject: {} })).toEqual({
+        kind: "review",
+        verdict: "issues",
+        findings: [{ severity: "info", title: "checked at 1970-01-01T00:00:00.000Z" }],
+      });
+      expect(child.resolve(TOKENS.PluginLoadResult)).toBe(result);
+    });
+
+    it("loads a sandbox in-process and registers it under TOKENS.Sandbox", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("sandbox", { id: "sandbox-happy" });
+      signPlugin(dir, key);
+      const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy: grantPolicy([{ dir }]) });
+      expect(result.refused).toEqual([]);
+      const child = container.createChildContainer();
+      registerPlugins(child, result);
+      const [sandbox] = child.resolveAll(TOKENS.Sandbox);
+      expect(await sandbox?.stage({ root: "/x", writes: [] })).toEqual({
+        applied: true,
+        guarantee: "staged_snapshot",
+      });
+    });
+
+    it("finds plugins in the subfolders of a plugins folder and records every outcome as evidence", async () => {
+      const { key, roots } = makeKey();
+      const parent = tempDir();
+      const good = makePlugin("provider", { id: "provider-a", parent });
+      const unsigned = makePlugin("provider", { id: "provider-b", parent });
+      signPlugin(good, key);
+      const store = await createMemoryStore();
+      const result = await loadPlugins({
+        dirs: [parent],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir: good }, { dir: unsigned }]),
+        factLog: store.log,
+      });
+      expect(result.providers.map((p) => p.manifest.id)).toEqual(["provider-a"]);
+      expect(result.refused).toEqual([
+        expect.objectContaining({
+          id: "provider-b",
+          code: "ASP_PLUGIN_UNSIGNED",
+          dir: expect.stringContaining("provider-b"),
+        }),
+      ]);
+      const facts = await store.log.list();
+      expect(facts.map((f) => [f.kind, (f.record as { id: string }).id])).toEqual([
+        ["plugin.loaded", "provider-a"],
+        ["plugin.refused", "provider-b"],
+      ]);
+      await store.close();
+    });
+  });
+
+  // Each tamper case is refused with its own code, and nothing from the plugin runs.
+  describe("when a plugin was tampered with or is not trusted", () => {
+    it("refuses an unsigned plugin", async () => {
+      await refusedWith(makePlugin("provider"), "ASP_PLUGIN_UNSIGNED");
+    });
+
+    it("refuses a file changed after signing", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const policy = grantPolicy([{ dir }]);
+      signPlugin(dir, key);
+      appendFileSync(join(dir, "lib", "util.mjs"), "export const evil = 1;\n");
+      await refusedWith(dir, "ASP_PLUGIN_DIGEST_MISMATCH", { roots, policy });
+    });
+
+    it("refuses a file added after signing (even a dotfile)", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const policy = grantPolicy([{ dir }]);
+      signPlugin(dir, key);
+      writeFileSync(join(dir, ".hidden.mjs"), "export {};\n");
+      await refusedWith(dir, "ASP_PLUGIN_DIGEST_MISMATCH", { roots, policy });
+    });
+
+    it("refuses a manifest edited after signing", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const policy = grantPolicy([{ dir }]);
+      signPlugin(dir, key);
+      const manifest = JSON.parse(readFileSync(join(dir, "asp-plugin.json"), "utf8"));
+      manifest.capabilities = ["check", "edit"];
+      writeFileSync(join(dir, "asp-plugin.json"), JSON.stringify(manifest));
+      await refusedWith(dir, "ASP_PLUGIN_DIGEST_MISMATCH", { roots, policy });
+    });
+
+    it("refuses a signature from an untrusted key", async () => {
+      const trusted = makeKey();
+      const other = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, other.key);
+      await refusedWith(dir, "ASP_PLUGIN_UNTRUSTED_KEY", { roots: trusted.roots });
+    });
+
+    it("refuses a forged signature", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, key);
+      const sigPath = join(dir, "asp-plugin.sig");
+      const sig = JSON.parse(readFileSync(sigPath, "utf8"));
+      const bytes = Buffer.from(sig.signature, "base64");
+      bytes[0] = (bytes[0] ?? 0) ^ 1;
+      sig.signature = bytes.toString("base64");
+      writeFileSync(sigPath, JSON.stringify(sig));
+      await refusedWith(dir, "ASP_PLUGIN_BAD_SIGNATURE", { roots });
+    });
+
+    it("refuses a revoked key", async () => {
+      const k = makeKey();
+      const dir = makePlugin("provider");
+      const signed = signPlugin(dir, k.key);
+      const revocations = join(tempDir(), "revocations.json");
+      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, keys: [], revoked: [signed.keyId] }));
+      await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
+    });
+
+    it("refuses a revoked plugin digest", async () => {
+      const k = makeKey();
+      const dir = makePlugin("provider");
+      const signed = signPlugin(dir, k.key);
+      const revocations = join(tempDir(), "revocations.json");
+      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [signed.digest] }));
+      await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
+    });
+
+    it("refuses an expired key", async () => {
+      const k = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, k.key);
+      const pub = JSON.parse(readFileSync(k.pub, "utf8"));
+      const trust = join(tempDir(), "team.pub");
+      writeFileSync(trust, JSON.stringify({ ...pub, expiresAt: "2030-01-01T00:00:00Z" }));
+      const roots = readTrustRoots([trust]);
+      await refusedWith(dir, "ASP_PLUGIN_KEY_EXPIRED", { roots, now: () => new Date("2030-06-01T00:00:00Z") });
+      const ok = await loadPlugins({
+        dirs: [dir],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir }]),
+        now: () => new Date("2029-06-01T00:00:00Z"),
+      });
+      expect(ok.providers).toHaveLength(1);
+    });
+
+    it("refuses a capability the grant does not cover", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { capabilities: ["check", "edit"] });
+      signPlugin(dir, key);
+      await refusedWith(dir, "ASP_PLUGIN_CAPABILITY_NOT_GRANTED", {
+        roots,
+        policy: grantPolicy([{ dir, capabilities: ["check"] }]),
+      });
+    });
+
+    it("refuses a grant for another digest", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, key);
+      await refusedWith(dir, "ASP_PLUGIN_NOT_GRANTED", {
+        roots,
+        policy: grantPolicy([{ dir, digest: `sha256:${"1".repeat(64)}` }]),
+      });
+    });
+
+    it("refuses a plugin policy does not grant at all", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, key);
+      await refusedWith(dir, "ASP_PLUGIN_NOT_GRANTED", { roots, policy: grantPolicy([]) });
+    });
+
+    it("refuses a symlink pointing outside the plugin folder", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const policy = grantPolicy([{ dir }]);
+      signPlugin(dir, key);
+      const outside = join(tempDir(), "secret.mjs");
+      writeFileSync(outside, "export {};\n");
+      symlinkSync(outside, join(dir, "lib", "linked.mjs"));
+      await refusedWith(dir, "ASP_PLUGIN_SYMLINK_ESCAPE", { roots, policy });
+      rmSync(join(dir, "lib", "linked.mjs"));
+      symlinkSync("../../elsewhere.mjs", join(dir, "lib", "relative.mjs"));
+      await refusedWith(dir, "ASP_PLUGIN_SYMLINK_ESCAPE", { roots, policy });
+    });
+
+    it("keeps a symlink that stays inside the folder (and signs it as a link)", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      symlinkSync("util.mjs", join(dir, "lib", "alias.mjs"));
+      signPlugin(dir, key);
+      const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy: grantPolicy([{ dir }]) });
+      expect(result.providers).toHaveLength(1);
+    });
+
+    it("refuses an entry path escaping the folder, even when validly signed", async () => {
+      const k = makeKey();
+      const dir = makePlugin("provider", { manifest: { entry: "../outside.mjs" } });
+      writeFileSync(join(dir, "..", "outside.mjs"), "process.exit(0);\n");
+      expect(() => signPlugin(dir, k.key)).toThrowWithCode("ASP_PLUGIN_ENTRY_ESCAPE");
+      // A signer that bypasses the CLI still cannot get it loaded.
+      const pair = readSecretKey(k.key);
+      const payload = { id: "provider-test", version: "1.2.3", digest: digestPlugin(dir).digest };
+      const signature = Buffer.from(ed25519.sign(signedMessage(payload), pair.secretKey)).toString("base64");
+      writeFileSync(
+        join(dir, "asp-plugin.sig"),
+        JSON.stringify({ type: SIGNATURE_TYPE, payload, keyId: pair.keyId, signature }),
+      );
+      await refusedWith(dir, "ASP_PLUGIN_ENTRY_ESCAPE", { roots: k.roots });
+    });
+
+    it("never imports a refused in-process plugin", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("verifier", { id: "verifier-tampered" });
+      const policy = grantPolicy([{ dir }]);
+      signPlugin(dir, key);
+      appendFileSync(join(dir, "main.mjs"), "// changed\n");
+      await refusedWith(dir, "ASP_PLUGIN_DIGEST_MISMATCH", { roots, policy });
+      expect(imported()["verifier-tampered"]).toBeUndefined();
+    });
+
+    it("refuses options that fail the plugin's optionsSchema", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("verifier", { id: "verifier-options" });
+      signPlugin(dir, key);
+      const result = await loadPlugins({
+        dirs: [dir],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir }]),
+        pluginOptions: { "verifier-options": { strict: "yes" } },
+      });
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_BAD_OPTIONS"]);
+    });
+
+    it("refuses an in-process entry whose export is not a declaration of its kind", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("sandbox", { id: "sandbox-wrong" });
+      writeFileSync(join(dir, "main.mjs"), "export default { $$type: '@asp/VerifierPlugin' };\n");
+      signPlugin(dir, key);
+      const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy: grantPolicy([{ dir }]) });
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_LOAD_FAILED"]);
+    });
+
+    it("refuses a plugin whose engines.node excludes this Node", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { manifest: { engines: { node: ">=99" } } });
+      signPlugin(dir, key);
+      await refusedWith(dir, "ASP_PLUGIN_INCOMPATIBLE", { roots });
+    });
+
+    it("refuses a missing folder and a duplicate id", async () => {
+      const { key, roots } = makeKey();
+      const a = makePlugin("provider", { id: "provider-dup" });
+      const b = makePlugin("provider", { id: "provider-dup" });
+      signPlugin(a, key);
+      signPlugin(b, key);
+      const result = await loadPlugins({
+        dirs: [a, b, "/nonexistent/plugins"],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir: a }]),
+      });
+      expect(result.providers).toHaveLength(1);
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_NOT_FOUND", "ASP_PLUGIN_DUPLICATE"]);
+    });
+  });
+});
+
+describe("digestPlugin", () => {
+  it("is the evidence tree digest of the folder, without the signature file", async () => {
+    const { key } = makeKey();
+    const dir = makePlugin("provider");
+    const before = digestPlugin(dir).digest;
+    signPlugin(dir, key);
+    expect(digestPlugin(dir).digest).toBe(before);
+    const snap = await snapshotWorktree(dir, { gitignore: false, excludes: ["/asp-plugin.sig"] });
+    expect(snap.tree).toBe(before);
+  });
+
+  it("does not honour .gitignore: an ignored file still changes the digest", () => {
+    const dir = makePlugin("provider");
+    writeFileSync(join(dir, ".gitignore"), "extra.mjs\n");
+    const before = digestPlugin(dir).digest;
+    writeFileSync(join(dir, "extra.mjs"), "export {};\n");
+    expect(digestPlugin(dir).digest).not.toBe(before);
+  });
+});
+
+describe("verifyPlugin", () => {
+  it("without a policy verifies identity and integrity and leaves the grant unverified", () => {
+    const { key, roots } = makeKey();
+    const dir = makePlugin("provider");
+    const signed = signPlugin(dir, key);
+    const v = verifyPlugin(dir, { trustRoots: roots });
+    expect(v.evidence).toMatchObject({ identity: "verified", integrity: "verified", authorityGrant: "unverified" });
+    expect(v.evidence.digest).toBe(signed.digest);
+  });
+});
