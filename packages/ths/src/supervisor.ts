@@ -109,6 +109,7 @@ export class ProviderSupervisor {
   private degraded = 0;
   private readonly latencies: number[] = [];
   private requestCounter = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly provider: TrustedProvider,
@@ -151,7 +152,7 @@ export class ProviderSupervisor {
       this.consecutiveFailures++;
       if (this.consecutiveFailures >= this.budgets.quarantineAfterFailures) {
         this.quarantined = true;
-        this.conn?.kill();
+        if (this.conn !== null) this.retire(this.conn);
         this.setState("quarantined");
         return {
           kind: "failed" as const,
@@ -168,14 +169,41 @@ export class ProviderSupervisor {
 
   private onExit(conn: ProviderConnection, info: ExitInfo): void {
     if (this.conn !== conn) return;
+    const wasInitialized = this.init !== null;
     this.conn = null;
     this.init = null;
     this.lastExitAt = performance.now();
     if (this.quarantined) return;
+    if (wasInitialized && !this.closing) this.scheduleRestart();
     if (this.closing || this.stateValue === "shutting_down") this.setState("exited");
     else if (info.spawnError !== undefined) this.setState("unavailable");
     else if (this.stateValue !== "timed_out" && this.stateValue !== "malformed" && this.stateValue !== "incompatible")
       this.setState("crashed");
+  }
+
+  /** Kill a session and forget it now, so the next request starts a fresh process (after backoff). */
+  private retire(conn: ProviderConnection): void {
+    conn.kill();
+    if (this.conn !== conn) return;
+    const wasInitialized = this.init !== null;
+    this.conn = null;
+    this.init = null;
+    this.lastExitAt = performance.now();
+    if (wasInitialized) this.scheduleRestart();
+  }
+
+  /**
+   * Restart a provider that was healthy before it failed, in the background after the backoff,
+   * so the next request does not pay for the launch. A provider that never initialized is only
+   * restarted on demand (no busy restart loop).
+   */
+  private scheduleRestart(): void {
+    if (this.closing || this.quarantined || this.restartTimer !== null) return;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      void this.ensure(performance.now() + this.timings.initializeTimeoutMs);
+    }, this.backoffMs());
+    this.restartTimer.unref();
   }
 
   private backoffMs(): number {
@@ -189,10 +217,26 @@ export class ProviderSupervisor {
     if (this.closing) return { ok: false, failClass: "unavailable", detail: "the host is closing" };
     if (this.quarantined) return { ok: false, failClass: "quarantined", detail: "the provider is quarantined" };
     if (this.conn !== null && this.init !== null) return { ok: true };
+    if (this.restartTimer !== null) {
+      clearTimeout(this.restartTimer);
+      this.restartTimer = null;
+    }
     this.starting ??= this.start(deadlineAt).finally(() => {
       this.starting = null;
     });
-    return this.starting;
+    const left = deadlineAt - performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<{ ok: false; failClass: FailClass; detail: string }>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ ok: false, failClass: "timed_out", detail: "the provider did not start within the budget" }),
+        Math.max(1, left),
+      );
+    });
+    try {
+      return await Promise.race([this.starting, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async start(deadlineAt: number): Promise<{ ok: true } | { ok: false; failClass: FailClass; detail: string }> {
@@ -235,7 +279,7 @@ export class ProviderSupervisor {
     );
     const refuse = (failClass: FailClass, state: ProviderState, detail: string) => {
       this.setState(state);
-      conn.kill();
+      this.retire(conn);
       const f = this.fail(failClass, detail, state);
       return { ok: false as const, failClass, detail: f.detail };
     };
@@ -386,9 +430,9 @@ export class ProviderSupervisor {
       this.scopes.delete(requestId);
       if (!res.ok) {
         const [failClass, state, detail] = this.classify(res.failure, conn);
-        if (state === "timed_out" || state === "malformed") {
+        if (state === "timed_out" || state === "malformed" || state === "cancelled") {
           this.setState(state);
-          conn.kill();
+          this.retire(conn);
         }
         return this.fail(failClass, detail, state, "check");
       }
@@ -481,6 +525,9 @@ export class ProviderSupervisor {
   /** Shut the provider down (bounded); a provider that exits mid-shutdown is recorded as exited. */
   async close(): Promise<void> {
     this.closing = true;
+    if (this.restartTimer !== null) clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+    await this.starting;
     const conn = this.conn;
     if (conn === null) {
       if (!this.quarantined) this.setState("exited");

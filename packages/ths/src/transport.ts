@@ -252,7 +252,7 @@ export class ProviderConnection {
       const timer = setTimeout(
         () => {
           cancel.cancel(); // sends $/cancelRequest
-          abort({ kind: "timeout", detail: `no answer to ${method} within ${timeoutMs} ms` });
+          abort({ kind: "timeout", detail: `no answer to ${method} within ${Math.round(timeoutMs)} ms` });
         },
         Math.max(1, timeoutMs),
       );

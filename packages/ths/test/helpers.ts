@@ -61,7 +61,7 @@ export function policyFor(
     ...(options.failPolicy === undefined ? {} : { failPolicy: options.failPolicy }),
     budgets: {
       timeoutMs: { interactive: t, gate: t, sweep: t },
-      callbacksPerRequest: 200,
+      callbacksPerRequest: 50,
       callbacksPerSession: 100_000,
       maxResponseBytes: 256 * 1024,
       quarantineAfterFailures: options.quarantineAfterFailures ?? 100,
