@@ -398,15 +398,9 @@ export function decide(input: DecideInput): DecideResult {
       grant: grant === null ? null : { requirement: grant.requirement, callSite: grant.callSite },
     });
   }
-  findings.sort((a, b) =>
-    a.disposition !== b.disposition
-      ? a.disposition === "gating"
-        ? -1
-        : 1
-      : `${a.provider.id}\u0000${a.diagnostic.source}\u0000${a.diagnostic.fingerprint}`.localeCompare(
-          `${b.provider.id}\u0000${b.diagnostic.source}\u0000${b.diagnostic.fingerprint}`,
-        ),
-  );
+  const key = (f: Finding): string =>
+    `${f.disposition === "gating" ? 0 : 1}\u0000${f.provider.id}\u0000${f.diagnostic.source}\u0000${f.diagnostic.fingerprint}`;
+  findings.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 
   // The §1 rule, conservative.
   let decision: Decision = "allow";

@@ -1,0 +1,271 @@
+import {
+  type Assessment,
+  CALL_SITES,
+  type CallSite,
+  type DecisionEnvelope,
+  degradationReasonOf,
+  FAIL_CLASSES,
+  type FailClass,
+  type Policy,
+  validate,
+} from "@asp/contracts";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_FAIL_TABLE, type DecideInput, decide, failCell, type ProviderEvaluation } from "../src/index.js";
+
+const D = (c: string): string => `sha256:${c.repeat(64)}`;
+const BASE = D("b");
+
+function policy(extra: Partial<Policy> = {}): Policy {
+  return {
+    apiVersion: "asp.policy/v1",
+    requirements: [{ id: "types", capability: "check", sources: ["ts"], callSites: ["interactive", "gate", "sweep"] }],
+    providers: [{ id: "p", version: "1.0.0", digest: D("1") }],
+    grants: [
+      {
+        provider: "p",
+        version: "1.0.0",
+        digest: D("1"),
+        requirement: "types",
+        callSites: ["interactive", "gate", "sweep"],
+      },
+    ],
+    ...extra,
+  };
+}
+
+function assessment(
+  diagnostics: Assessment["diagnostics"] = [],
+  status: Assessment["status"] = "complete",
+): Assessment {
+  return {
+    provider: { id: "p", version: "1.0.0" },
+    requestId: "r1",
+    status,
+    validAsOf: { baseline: BASE, changeset: null, reads: [] },
+    diagnostics,
+    ...(status === "error" ? { error: { code: "E", message: "boom" } } : {}),
+  };
+}
+
+function provider(
+  outcome: ProviderEvaluation["outcome"],
+  callSite: CallSite,
+  options: { id?: string; granted?: boolean; sources?: string[] } = {},
+): ProviderEvaluation {
+  const id = options.id ?? "p";
+  const granted = options.granted ?? true;
+  return {
+    provider: { id, version: "1.0.0", digest: D("1") },
+    capability: "check",
+    state: outcome.kind === "ok" ? "initialized" : "crashed",
+    declaredSources: options.sources ?? ["ts"],
+    grants: granted ? [{ requirement: "types", callSite }] : [],
+    authority: {
+      providerId: id,
+      providerVersion: "1.0.0",
+      providerDigest: D("1"),
+      identity: "verified",
+      integrity: "unverified",
+      conformance: "unverified",
+      isolation: "unverified",
+      authorityGrant: granted ? "verified" : "unverified",
+      grants: granted ? [{ requirement: "types", callSite }] : [],
+    },
+    outcome,
+    directWrite: true,
+  };
+}
+
+function input(callSite: CallSite, providers: ProviderEvaluation[], extra: Partial<DecideInput> = {}): DecideInput {
+  return {
+    callSite,
+    policy: policy(),
+    policyDigest: D("9"),
+    baseline: BASE,
+    changeset: null,
+    required: [{ id: "types", capability: "check", sources: ["ts"] }],
+    providers,
+    assurance: { mode: "gated", directWriteRisk: true },
+    decisionId: "dec-1",
+    decidedAt: "2026-01-02T03:04:05.000Z",
+    ...extra,
+  };
+}
+
+const ok = (diagnostics: Assessment["diagnostics"] = []): ProviderEvaluation["outcome"] => ({
+  kind: "ok",
+  assessment: assessment(diagnostics),
+});
+const failed = (failClass: FailClass): ProviderEvaluation["outcome"] => ({ kind: "failed", failClass, detail: "x" });
+const EXPECTED = { open: "allow", indeterminate: "indeterminate", deny: "deny" } as const;
+
+const valid = (envelope: DecisionEnvelope): void => {
+  const r = validate("verdict", envelope);
+  expect(r.ok ? [] : r.errors).toEqual([]);
+};
+
+describe("decide", () => {
+  describe("the fail table, cell by cell (host §2, DESIGN §4)", () => {
+    const cells = FAIL_CLASSES.flatMap((failClass) => CALL_SITES.map((callSite) => [failClass, callSite] as const));
+    it.each(cells)("%s at %s", (failClass, callSite) => {
+      // Requirement-level classes arrive as requirement failures; the rest as a provider failure.
+      const providerLevel = !["missing", "policy_self_authorization", "insufficient_assurance"].includes(failClass);
+      const { envelope, failOpens } = decide(
+        providerLevel
+          ? input(callSite, [provider(failed(failClass), callSite)])
+          : input(callSite, [provider(ok(), callSite)], {
+              requirementFailures: [{ requirement: "types", failClass, detail: "x" }],
+            }),
+      );
+      valid(envelope);
+      const cell = DEFAULT_FAIL_TABLE[failClass][callSite];
+      if (callSite === "gate") expect(envelope.decision).not.toBe("allow");
+      expect(envelope.decision).toBe(EXPECTED[cell]);
+      expect(envelope.coverage.degraded).toEqual([
+        expect.objectContaining({ reason: degradationReasonOf(failClass), failClass, failOpen: cell === "open" }),
+      ]);
+      expect(envelope.coverage.ran).toEqual([]);
+      expect(failOpens).toEqual(
+        cell === "open"
+          ? [expect.objectContaining({ failClass, callSite, provider: providerLevel ? "p" : "requirement:types" })]
+          : [],
+      );
+    });
+  });
+
+  describe("when trusted policy sets a cell", () => {
+    it("follows it at interactive and sweep", () => {
+      const p = policy({ failPolicy: { timed_out: { interactive: "deny", sweep: "open" } } });
+      expect(
+        decide({ ...input("interactive", [provider(failed("timed_out"), "interactive")]), policy: p }).envelope
+          .decision,
+      ).toBe("deny");
+      expect(decide({ ...input("sweep", [provider(failed("timed_out"), "sweep")]), policy: p }).envelope.decision).toBe(
+        "allow",
+      );
+    });
+    it("never opens a gate, even for a hand-built policy that says open (the floor)", () => {
+      const p = policy({ failPolicy: { crashed: { gate: "open" as "indeterminate" } } });
+      expect(failCell(p, "crashed", "gate")).toBe("indeterminate");
+      expect(decide({ ...input("gate", [provider(failed("crashed"), "gate")]), policy: p }).envelope.decision).toBe(
+        "indeterminate",
+      );
+    });
+  });
+
+  describe("property: a gate allows only when every required provider is fresh, complete and granted", () => {
+    it("holds for any mix of outcomes", () => {
+      const outcome = fc.oneof(
+        fc.constant<ProviderEvaluation["outcome"]>(ok()),
+        fc.constantFrom(...FAIL_CLASSES).map(failed),
+        fc
+          .constantFrom<Assessment["status"]>("incomplete", "unsupported", "error")
+          .map((s): ProviderEvaluation["outcome"] => ({ kind: "ok", assessment: assessment([], s) })),
+      );
+      fc.assert(
+        fc.property(fc.array(fc.tuple(outcome, fc.boolean()), { minLength: 0, maxLength: 4 }), (rows) => {
+          const providers = rows.map(([o, granted], i) => provider(o, "gate", { id: `p${i}`, granted }));
+          const { envelope } = decide(input("gate", providers));
+          const allGood =
+            providers.some((p) => p.grants.length > 0) &&
+            providers
+              .filter((p) => p.grants.length > 0)
+              .every((p) => p.outcome.kind === "ok" && p.outcome.assessment.status === "complete");
+          if (envelope.decision === "allow") expect(allGood).toBe(true);
+          if (envelope.decision !== "allow") expect(envelope.coverage.degraded.length).toBeGreaterThan(0);
+        }),
+      );
+    });
+  });
+
+  describe("findings", () => {
+    const diag = (extra: Partial<Assessment["diagnostics"][number]> = {}): Assessment["diagnostics"][number] => ({
+      source: "ts",
+      code: "ts/2322",
+      severity: "error",
+      message: "bad",
+      fingerprint: "f1",
+      ...extra,
+    });
+
+    it("a granted error gates (deny) with a host-synthesized nextStep when the provider gave none", () => {
+      const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate")]));
+      valid(envelope);
+      expect(envelope.decision).toBe("deny");
+      expect(envelope.findings[0]).toMatchObject({
+        disposition: "gating",
+        grant: { requirement: "types", callSite: "gate" },
+      });
+      expect(envelope.findings[0]?.nextStep).toMatch(/Resolve ts\/2322/);
+    });
+
+    it.each([
+      [{ fix: { description: "add a type" } }, "Fix: add a type"],
+      [{ help: "read the handbook" }, "read the handbook"],
+      [{ codeDescription: { href: "https://example.com/ts2322" } }, "See https://example.com/ts2322"],
+    ])("nextStep comes from the provider's fix, help or link (%j)", (extra, next) => {
+      const { envelope } = decide(input("gate", [provider(ok([diag(extra)]), "gate")]));
+      expect(envelope.findings[0]?.nextStep).toBe(next);
+    });
+
+    it("an ungranted provider's error is advisory and capped, with a severityNote", () => {
+      const p = policy({ severityCaps: [{ authority: "ungranted", maxSeverity: "warning" }] });
+      const granted = provider(ok(), "gate");
+      const other = provider(ok([diag({ fingerprint: "x" })]), "gate", { id: "q", granted: false });
+      const { envelope } = decide({ ...input("gate", [granted, other]), policy: p });
+      valid(envelope);
+      expect(envelope.decision).toBe("allow");
+      expect(envelope.findings[0]).toMatchObject({ disposition: "advisory", effectiveSeverity: "warning" });
+      expect(envelope.findings[0]?.severityNote).toMatch(/capped from error to warning/);
+    });
+
+    it("drops a diagnostic under an undeclared source and degrades its provider as malformed (host §4)", () => {
+      const { envelope } = decide(input("gate", [provider(ok([diag({ source: "other", code: "other/x" })]), "gate")]));
+      expect(envelope.findings).toEqual([]);
+      expect(envelope.decision).toBe("deny");
+      expect(envelope.coverage.degraded[0]).toMatchObject({ provider: "p", reason: "malformed" });
+    });
+
+    it("dedups within a provider's source by fingerprint, never across providers", () => {
+      const p2 = provider(ok([diag()]), "gate", { id: "p2" });
+      const { envelope } = decide(input("gate", [provider(ok([diag(), diag()]), "gate"), p2]));
+      expect(envelope.findings.map((f) => f.provider.id)).toEqual(["p", "p2"]);
+    });
+  });
+
+  describe("coverage", () => {
+    it("names a requirement nobody can serve as missing", () => {
+      const { envelope } = decide(input("gate", []));
+      expect(envelope.coverage.degraded).toEqual([
+        expect.objectContaining({ requirement: "types", reason: "missing", failOpen: false }),
+      ]);
+      expect(envelope.decision).toBe("indeterminate");
+    });
+
+    it("names a provider serving the sources without a grant as missing-authority", () => {
+      const { envelope } = decide(input("gate", [provider(ok(), "gate", { granted: false })]));
+      expect(envelope.coverage.degraded).toEqual([
+        expect.objectContaining({ provider: "p", requirement: "types", reason: "missing-authority" }),
+      ]);
+    });
+
+    it("reports direct-write-risk when the call-site needs more than a local subprocess can give (host §3)", () => {
+      const p = policy({ assurance: { gate: "mediated-write" } });
+      const { envelope } = decide({ ...input("gate", [provider(ok(), "gate")]), policy: p });
+      valid(envelope);
+      expect(envelope.decision).toBe("indeterminate");
+      expect(envelope.assurance).toEqual({ mode: "gated", directWriteRisk: true });
+      expect(envelope.coverage.degraded).toEqual([
+        expect.objectContaining({ provider: "p", reason: "direct-write-risk" }),
+      ]);
+    });
+
+    it("a status:error and a status:unsupported stay distinct", () => {
+      const e = decide(input("gate", [provider({ kind: "ok", assessment: assessment([], "error") }, "gate")]));
+      const u = decide(input("gate", [provider({ kind: "ok", assessment: assessment([], "unsupported") }, "gate")]));
+      expect(e.envelope.coverage.degraded[0]?.reason).toBe("errored");
+      expect(u.envelope.coverage.degraded[0]?.reason).toBe("unsupported");
+    });
+  });
+});
