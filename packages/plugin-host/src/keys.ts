@@ -1,4 +1,5 @@
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
@@ -50,7 +51,8 @@ export function generateKeyPair(): KeyPair {
  * Generate a key pair and write `path` (the secret key, mode 0600) and `path.pub`.
  * Returns the public half only.
  *
- * @throws PluginError `ASP_PLUGIN_IO` when a file cannot be written (the secret key file must not exist yet).
+ * @throws PluginError `ASP_PLUGIN_IO` when a file cannot be written; category `input` when a key
+ *   already exists at `path` (keys are never overwritten).
  * @example
  * ```ts
  * const { keyId } = writeKeyPair("./keys/team"); // ./keys/team and ./keys/team.pub
@@ -63,15 +65,20 @@ export function writeKeyPair(
   const secret = { type: SECRET_KEY_TYPE, algorithm: "ed25519", keyId: pair.keyId, secretKey: b64(pair.secretKey) };
   const pub = { type: PUBLIC_KEY_TYPE, algorithm: "ed25519", keyId: pair.keyId, publicKey: b64(pair.publicKey) };
   try {
+    mkdirSync(dirname(path), { recursive: true });
     // `wx`: never overwrite an existing key; mode 0600 so only the owner can read the secret.
     writeFileSync(path, `${JSON.stringify(secret, null, 2)}\n`, { mode: 0o600, flag: "wx" });
     chmodSync(path, 0o600);
     writeFileSync(`${path}.pub`, `${JSON.stringify(pub, null, 2)}\n`, { mode: 0o644 });
   } catch (error) {
-    throw new PluginError("ASP_PLUGIN_IO", `cannot write the key pair at ${path}: ${errnoOf(error)}`, {
-      cause: error,
-      data: { path, errno: errnoOf(error) },
-    });
+    const exists = errnoOf(error) === "EEXIST";
+    throw new PluginError(
+      "ASP_PLUGIN_IO",
+      exists
+        ? `a key already exists at ${path}: choose another path (keys are never overwritten)`
+        : `cannot write the key pair at ${path}: ${errnoOf(error)}`,
+      { cause: error, data: { path, errno: errnoOf(error) }, ...(exists ? { category: "input" as const } : {}) },
+    );
   }
   return { keyId: pair.keyId, publicKey: pair.publicKey, secretKeyPath: path, publicKeyPath: `${path}.pub` };
 }

@@ -235,7 +235,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     const e = exited as { code: number | null; signal: NodeJS.Signals | null } | null;
     if (spawnError !== null) return `cannot launch: ${(spawnError as Error).message}`;
     if (e !== null)
-      return `the provider exited (code ${e.code}, signal ${e.signal})${stderr ? `: ${stderr.trim().slice(-300)}` : ""}`;
+      return `the provider exited (code ${e.code}, signal ${e.signal})${stderr ? `: ${firstError(stderr)}` : ""}`;
     return "";
   };
 
@@ -396,6 +396,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       head,
     );
   }
+}
+
+/** The most telling stderr line (the first error message), on one line. */
+function firstError(stderr: string): string {
+  const lines = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
+  const line = lines.find((l) => /error/i.test(l) && !l.startsWith("at ")) ?? lines[0] ?? "";
+  return line.slice(0, 300);
 }
 
 type Setter = (id: CheckId, ok: boolean, detail: string) => void;

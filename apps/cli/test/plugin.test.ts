@@ -1,0 +1,119 @@
+import { cpSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { EXIT } from "../src/index.js";
+import { REPO_ROOT, runInProcess } from "./helpers.js";
+
+const TEMPLATE = join(REPO_ROOT, "plugins/provider-example/plugin");
+
+function workspace(): { dir: string; plugin: string } {
+  const dir = mkdtempSync(join(tmpdir(), "asp-cli-plugin-"));
+  const plugin = join(dir, "provider-todo");
+  cpSync(TEMPLATE, plugin, { recursive: true });
+  return { dir, plugin };
+}
+
+async function json(argv: string[], cwd: string): Promise<{ code: number; body: Record<string, unknown> }> {
+  const r = await runInProcess(["--json", ...argv], { cwd });
+  return { code: r.code, body: JSON.parse(r.stdout) as Record<string, unknown> };
+}
+
+describe("asp plugin", () => {
+  describe("when an author signs and a host verifies", () => {
+    it("keygen, sign, digest and verify with --json, granted by policy", async () => {
+      const { dir, plugin } = workspace();
+      const keygen = await json(["plugin", "keygen", "--out", "keys/team"], dir);
+      expect(keygen.code).toBe(EXIT.ok);
+      expect(keygen.body.keyId).toMatch(/^ed25519:[0-9a-f]{32}$/);
+      expect(JSON.stringify(keygen.body)).not.toContain('secretKey"');
+      expect(statSync(join(dir, "keys/team")).mode & 0o777).toBe(0o600);
+
+      const signed = await json(["plugin", "sign", plugin, "--key", "keys/team"], dir);
+      expect(signed.code).toBe(EXIT.ok);
+      expect(signed.body).toMatchObject({ id: "provider-example", keyId: keygen.body.keyId });
+
+      const digest = await json(["plugin", "digest", plugin], dir);
+      expect(digest.body.digest).toBe(signed.body.digest);
+      const policy = {
+        apiVersion: "asp.policy/v1",
+        requirements: [],
+        providers: [],
+        grants: [],
+        plugins: [digest.body.grant],
+      };
+      writeFileSync(join(dir, "asp.policy.json"), JSON.stringify(policy));
+
+      const verified = await json(
+        ["plugin", "verify", plugin, "--trust", "keys/team.pub", "--policy", "asp.policy.json"],
+        dir,
+      );
+      expect(verified.code).toBe(EXIT.ok);
+      expect(verified.body).toMatchObject({
+        ok: true,
+        id: "provider-example",
+        evidence: { identity: "verified", integrity: "verified", authorityGrant: "verified" },
+      });
+    });
+
+    it("prints human output without --json and never prints the secret key", async () => {
+      const { dir, plugin } = workspace();
+      const keygen = await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      const secret = JSON.parse(readFileSync(join(dir, "team"), "utf8")).secretKey as string;
+      expect(keygen.stdout).toContain("secret key");
+      expect(keygen.stdout).not.toContain(secret);
+      await runInProcess(["plugin", "sign", plugin, "--key", "team"], { cwd: dir });
+      const r = await runInProcess(["plugin", "verify", plugin, "--trust", "team.pub"], { cwd: dir });
+      expect(r.code).toBe(EXIT.ok);
+      expect(r.stdout).toContain("OK provider-example@1.0.0");
+      expect(r.stdout).toContain("not checked (no --policy)");
+    });
+  });
+
+  describe("when the plugin is refused", () => {
+    it("exits 1 with the refusal code after a file changed", async () => {
+      const { dir, plugin } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      await runInProcess(["plugin", "sign", plugin, "--key", "team"], { cwd: dir });
+      writeFileSync(join(plugin, "main.mjs"), "process.exit(0);\n");
+      const r = await json(["plugin", "verify", plugin, "--trust", "team.pub"], dir);
+      expect(r.code).toBe(EXIT.deny);
+      expect(r.body).toMatchObject({ ok: false, code: "ASP_PLUGIN_DIGEST_MISMATCH" });
+      const human = await runInProcess(["plugin", "verify", plugin, "--trust", "team.pub"], { cwd: dir });
+      expect(human.stdout).toContain("REFUSED");
+    });
+
+    it("exits 1 for a key the host does not trust", async () => {
+      const { dir, plugin } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "a"], { cwd: dir });
+      await runInProcess(["plugin", "keygen", "--out", "b"], { cwd: dir });
+      await runInProcess(["plugin", "sign", plugin, "--key", "a"], { cwd: dir });
+      const r = await json(["plugin", "verify", plugin, "--trust", "b.pub"], dir);
+      expect(r.code).toBe(EXIT.deny);
+      expect(r.body.code).toBe("ASP_PLUGIN_UNTRUSTED_KEY");
+    });
+  });
+
+  describe("when the input is wrong", () => {
+    it("exits 64 with `asp: CODE: message` for an unreadable trust file", async () => {
+      const { dir, plugin } = workspace();
+      const r = await runInProcess(["plugin", "verify", plugin, "--trust", "missing.pub"], { cwd: dir });
+      expect(r.code).toBe(EXIT.usage);
+      expect(r.stderr).toMatch(/^asp: ASP_PLUGIN_BAD_TRUST_ROOT: /);
+    });
+
+    it("exits 64 when keygen would overwrite a key", async () => {
+      const { dir } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      const r = await runInProcess(["--json", "plugin", "keygen", "--out", "team"], { cwd: dir });
+      expect(r.code).toBe(EXIT.usage);
+      expect(JSON.parse(r.stdout).error.code).toBe("ASP_PLUGIN_IO");
+    });
+
+    it("exits 64 when sign gets no key", async () => {
+      const { dir, plugin } = workspace();
+      const r = await runInProcess(["plugin", "sign", plugin], { cwd: dir });
+      expect(r.code).toBe(EXIT.usage);
+    });
+  });
+});
