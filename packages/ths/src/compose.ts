@@ -3,12 +3,12 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
+import { isActivePolicy, parsePolicy } from "@asp/policy";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
 import { Host } from "./host.js";
-import { policyDigest } from "./policy-view.js";
 import type { TrustedProvider } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvider, THS_TOKENS } from "./tokens.js";
 
@@ -19,7 +19,7 @@ export const HOST_INFO = Object.freeze({ name: "asp-ths", version: "0.1.0" });
 export interface ComposeHostOptions {
   /** An evidence store folder (level), `"memory:"` for an in-memory store, or an opened `Store` (the caller closes it). */
   readonly store: string | Store;
-  /** A trusted policy file, or the policy document itself. */
+  /** A trusted policy file, a policy document, or an `@asp/policy` ActivePolicy. */
   readonly policy: string | Policy | HostPolicy;
   /** Trusted public keys for plugin signatures (used with `plugins`). */
   readonly trustRoots?: readonly string[];
@@ -58,7 +58,7 @@ const stderrSink: FailOpenSink = {
 };
 
 function loadPolicy(input: ComposeHostOptions["policy"]): HostPolicy {
-  if (typeof input === "object" && input !== null && "document" in input && "digest" in input) return input;
+  if (isActivePolicy(input)) return input;
   let raw: unknown = input;
   let what = "policy";
   if (typeof input === "string") {
@@ -72,14 +72,10 @@ function loadPolicy(input: ComposeHostOptions["policy"]): HostPolicy {
       });
     }
   }
-  const r = validate("policy", raw);
-  if (!r.ok) {
-    const e = r.errors[0];
-    throw new ThsError("ASP_THS_BAD_POLICY", `${what}: ${e?.pointer || "/"} ${e?.message ?? "is invalid"}`, {
-      data: { errors: r.errors },
-    });
-  }
-  return { document: r.value, digest: policyDigest(r.value) };
+  return parsePolicy(raw, {
+    what: typeof input === "string" ? `policy ${what}` : "policy",
+    ...(typeof input === "string" ? { origin: { kind: "file" as const, path: what } } : {}),
+  });
 }
 
 /**
@@ -146,7 +142,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   c.register(THS_TOKENS.StoreId, { useValue: store.id });
   c.register(THS_TOKENS.Policy, { useValue: policy });
   c.register(THS_TOKENS.Providers, { useValue: { providers, refused } satisfies ProviderSet });
-  c.register(THS_TOKENS.Budgets, { useValue: budgetsOf(policy.document) });
+  c.register(THS_TOKENS.Budgets, { useValue: budgetsOf(policy.document as Policy) });
   c.register(THS_TOKENS.Timings, { useValue: { ...DEFAULT_TIMINGS, ...options.timings } });
   c.register(THS_TOKENS.HostInfo, { useValue: HOST_INFO });
   c.register(THS_TOKENS.LaunchEnv, { useValue: options.env ?? process.env });

@@ -12,9 +12,9 @@ import {
   FAIL_CLASSES,
   type FailClass,
   type FailPolicyOutcome,
-  type Policy,
   type ProviderState,
 } from "@asp/contracts";
+import { type ActivePolicy, DEFAULT_FAIL_POLICY, failPolicyCell } from "@asp/policy";
 import {
   assuranceAtLeast,
   effectiveSeverity,
@@ -30,48 +30,26 @@ import { reconcile } from "./reconcile.js";
 // (`failPolicy`) overrides a cell; the built-in table fills the rest; the FLOOR holds whatever
 // either says: no gate cell ever opens for a required requirement.
 
-type Row = Readonly<Record<CallSite, FailPolicyOutcome>>;
-const row = (interactive: FailPolicyOutcome, gate: FailPolicyOutcome, sweep: FailPolicyOutcome): Row =>
-  Object.freeze({ interactive, gate, sweep });
-
 /**
- * The built-in fail table, used for every cell trusted policy leaves out. `interactive` is
- * warn-allow for availability failures and indeterminate when the answer cannot be trusted;
- * `gate` and `sweep` are never `open`; `malformed` and `policy_self_authorization` deny.
+ * The built-in fail table (owned by `@asp/policy`, DESIGN §4), used for every cell trusted policy
+ * leaves out. `interactive` is warn-allow for availability failures and indeterminate when the
+ * answer cannot be trusted; `gate` and `sweep` are never `open`; `malformed` and
+ * `policy_self_authorization` deny.
  */
-export const DEFAULT_FAIL_TABLE: Readonly<Record<FailClass, Row>> = Object.freeze({
-  crashed: row("open", "indeterminate", "indeterminate"),
-  timed_out: row("open", "indeterminate", "indeterminate"),
-  malformed: row("indeterminate", "deny", "deny"),
-  stale: row("indeterminate", "indeterminate", "indeterminate"),
-  unsupported: row("open", "indeterminate", "indeterminate"),
-  errored: row("open", "indeterminate", "indeterminate"),
-  cancelled: row("open", "indeterminate", "indeterminate"),
-  incomplete: row("indeterminate", "indeterminate", "indeterminate"),
-  quarantined: row("open", "indeterminate", "indeterminate"),
-  incompatible: row("indeterminate", "indeterminate", "indeterminate"),
-  missing: row("open", "indeterminate", "indeterminate"),
-  unavailable: row("open", "indeterminate", "indeterminate"),
-  missing_authority: row("open", "indeterminate", "indeterminate"),
-  insufficient_assurance: row("indeterminate", "indeterminate", "indeterminate"),
-  policy_self_authorization: row("deny", "deny", "deny"),
-  direct_write_risk: row("open", "indeterminate", "indeterminate"),
-});
+export const DEFAULT_FAIL_TABLE = DEFAULT_FAIL_POLICY;
 
 /**
  * The fail-policy cell for a failure of a REQUIRED requirement: the policy's cell, else the
- * built-in one; a gate cell never opens (an `open` there falls back to the built-in cell).
+ * built-in one. The floor is enforced here too, whatever the policy module returns: a gate cell
+ * never opens.
  */
-export function failCell(policy: Policy, failClass: FailClass, callSite: CallSite): FailPolicyOutcome {
-  const builtIn = DEFAULT_FAIL_TABLE[failClass][callSite];
-  const configured = policy.failPolicy?.[failClass]?.[callSite];
-  const outcome: FailPolicyOutcome = configured ?? builtIn;
-  if (callSite === "gate" && outcome === "open") return builtIn === "open" ? "indeterminate" : builtIn;
-  return outcome;
+export function failCell(policy: ActivePolicy, failClass: FailClass, callSite: CallSite): FailPolicyOutcome {
+  const outcome = failPolicyCell(policy, failClass, callSite, { requiredSource: true });
+  return callSite === "gate" && outcome === "open" ? "indeterminate" : outcome;
 }
 
 /** The complete effective fail table of a policy (every fail class × call-site). */
-export function failTable(policy: Policy): Record<FailClass, Record<CallSite, FailPolicyOutcome>> {
+export function failTable(policy: ActivePolicy): Record<FailClass, Record<CallSite, FailPolicyOutcome>> {
   const out = {} as Record<FailClass, Record<CallSite, FailPolicyOutcome>>;
   for (const c of FAIL_CLASSES) {
     out[c] = { interactive: "open", gate: "indeterminate", sweep: "indeterminate" };
@@ -110,8 +88,7 @@ export interface RequirementFailure {
 /** Everything {@link decide} needs; nothing else influences the decision. */
 export interface DecideInput {
   readonly callSite: CallSite;
-  readonly policy: Policy;
-  readonly policyDigest: string;
+  readonly policy: ActivePolicy;
   readonly baseline: string;
   readonly changeset: string | null;
   readonly required: readonly RequiredRequirement[];
@@ -413,7 +390,7 @@ export function decide(input: DecideInput): DecideResult {
     decisionId: input.decisionId,
     decision,
     callSite,
-    policyDigest: input.policyDigest,
+    policyDigest: policy.digest,
     baseline: input.baseline,
     changeset: input.changeset,
     findings,

@@ -81,7 +81,7 @@ export class Host {
     @inject(THS_TOKENS.StoreId) private readonly storeId: string,
   ) {
     this.supervisors = providerSet.providers.map(
-      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy.document, p.manifest), env),
+      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env),
     );
   }
 
@@ -120,7 +120,7 @@ export class Host {
     }
     const repo = resolve(options.repo ?? process.cwd());
     const progress = options.onProgress ?? (() => {});
-    const policy = this.policy.document;
+    const policy = this.policy;
     const binding: Binding = await this.freshness.issue(repo, {
       ...(options.base === undefined ? {} : { base: options.base }),
       wholeTree: options.wholeTree === true,
@@ -238,7 +238,6 @@ export class Host {
     const { envelope: decided, failOpens } = decide({
       callSite,
       policy,
-      policyDigest: this.policy.digest,
       baseline: binding.baseline,
       changeset: cs?.digest ?? null,
       required,

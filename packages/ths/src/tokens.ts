@@ -1,15 +1,11 @@
-import type { Policy } from "@asp/contracts";
 import type { InjectionToken } from "@asp/evidence";
+import type { ActivePolicy } from "@asp/policy";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import type { FailOpen } from "./decide.js";
 import type { HostInfo, TrustedProvider } from "./supervisor.js";
 
-/** The trusted policy the host decides under, with its immutable identity. */
-export interface HostPolicy {
-  readonly document: Policy;
-  /** `sha256:` digest of the canonical document: every decision's `policyDigest`. */
-  readonly digest: string;
-}
+/** The trusted policy the host decides under (an `@asp/policy` ActivePolicy: document + digest). */
+export type HostPolicy = ActivePolicy;
 
 /** Where fail-opens are logged as they happen (host §2: never silent). They are also in every receipt. */
 export interface FailOpenSink {

@@ -9,6 +9,7 @@ import {
   type Policy,
   validate,
 } from "@asp/contracts";
+import { parsePolicy } from "@asp/policy";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_FAIL_TABLE, type DecideInput, decide, failCell, type ProviderEvaluation } from "../src/index.js";
@@ -16,7 +17,11 @@ import { DEFAULT_FAIL_TABLE, type DecideInput, decide, failCell, type ProviderEv
 const D = (c: string): string => `sha256:${c.repeat(64)}`;
 const BASE = D("b");
 
-function policy(extra: Partial<Policy> = {}): Policy {
+function policy(extra: Partial<Policy> = {}): ReturnType<typeof parsePolicy> {
+  return parsePolicy(policyDoc(extra));
+}
+
+function policyDoc(extra: Partial<Policy> = {}): Policy {
   return {
     apiVersion: "asp.policy/v1",
     requirements: [{ id: "types", capability: "check", sources: ["ts"], callSites: ["interactive", "gate", "sweep"] }],
@@ -81,7 +86,6 @@ function input(callSite: CallSite, providers: ProviderEvaluation[], extra: Parti
   return {
     callSite,
     policy: policy(),
-    policyDigest: D("9"),
     baseline: BASE,
     changeset: null,
     required: [{ id: "types", capability: "check", sources: ["ts"] }],
@@ -146,7 +150,11 @@ describe("decide", () => {
       );
     });
     it("never opens a gate, even for a hand-built policy that says open (the floor)", () => {
-      const p = policy({ failPolicy: { crashed: { gate: "open" as "indeterminate" } } });
+      const base = policy();
+      const p = {
+        ...base,
+        document: { ...base.document, failPolicy: { crashed: { gate: "open" as "indeterminate" } } },
+      };
       expect(failCell(p, "crashed", "gate")).toBe("indeterminate");
       expect(decide({ ...input("gate", [provider(failed("crashed"), "gate")]), policy: p }).envelope.decision).toBe(
         "indeterminate",

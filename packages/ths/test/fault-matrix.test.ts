@@ -6,6 +6,7 @@ import {
   type FailClass,
   validate,
 } from "@asp/contracts";
+import { parsePolicy } from "@asp/policy";
 import { describe, expect, it } from "vitest";
 import { failCell } from "../src/index.js";
 import { manifest, policyFor, tempRepo, testHost } from "./helpers.js";
@@ -86,7 +87,7 @@ describe("fault matrix (each fixture × each call-site)", () => {
             expect(entry?.capability).toBe("check");
             expect(envelope.coverage.ran).not.toContain(`req-${m.id}`);
             if (callSite === "gate") expect(envelope.decision, "gate never allows").not.toBe("allow");
-            const cell = failCell(policy, row.failClass, callSite);
+            const cell = failCell(parsePolicy(policy), row.failClass, callSite);
             expect(envelope.decision, `${callSite} follows the fail table (${cell})`).toBe(expected[cell]);
             const opened = failOpens.filter((f) => f.decisionId === envelope.decisionId);
             if (cell === "open") {
@@ -150,7 +151,7 @@ describe("required and optional providers together", () => {
       for (const callSite of ["gate", "sweep"] as const) {
         const { envelope } = await host.evaluate(callSite, { repo: tempRepo() });
         expect(envelope.decision).not.toBe("allow");
-        expect(envelope.coverage.ran).toEqual(["req-fake-honest-ts", "req-fake-honest-secrets"]);
+        expect([...envelope.coverage.ran].sort()).toEqual(["req-fake-honest-secrets", "req-fake-honest-ts"]);
         expect(envelope.coverage.degraded).toEqual([
           expect.objectContaining({ provider: failing.id, requirement: `req-${failing.id}`, reason: "crashed" }),
         ]);
@@ -165,7 +166,7 @@ describe("required and optional providers together", () => {
     try {
       const { envelope } = await host.gate({ repo: tempRepo() });
       expect(envelope.decision).toBe("allow");
-      expect(envelope.coverage.required).toEqual(["req-fake-honest-ts", "req-fake-honest-secrets"]);
+      expect([...envelope.coverage.required].sort()).toEqual(["req-fake-honest-secrets", "req-fake-honest-ts"]);
       expect(envelope.coverage.degraded).toEqual([
         expect.objectContaining({ provider: failing.id, reason: "crashed", failOpen: false }),
       ]);

@@ -16,7 +16,7 @@ describe("Host", () => {
       expect(validate("verdict", envelope).ok).toBe(true);
       expect(validate("audit-receipt", receipt).ok).toBe(true);
       expect(envelope.decision).toBe("allow");
-      expect(envelope.coverage.ran).toEqual(["req-fake-honest-ts", "req-fake-honest-secrets"]);
+      expect([...envelope.coverage.ran].sort()).toEqual(["req-fake-honest-secrets", "req-fake-honest-ts"]);
       expect(envelope.coverage.degraded).toEqual([]);
       expect(envelope.assurance).toEqual({ mode: "gated", directWriteRisk: true });
     });
