@@ -3,6 +3,7 @@ export const CHECKS = Object.freeze([
   { id: "transport", title: "speaks JSON-RPC with Content-Length framing on stdout, nothing else" },
   { id: "initialize", title: "answers initialize with a schema-valid result in time" },
   { id: "protocol-version", title: "speaks a protocol version compatible with the host's" },
+  { id: "assess-deadline", title: "answers check/assess within its deadline and stays alive" },
   { id: "assess-shape", title: "answers check/assess with a schema-valid Assessment for its own request" },
   { id: "host-owned-fields", title: "returns no host-owned field (decision, verdict, grant, assurance ...)" },
   { id: "declared-sources", title: "reports only diagnostic sources it declared at initialize" },

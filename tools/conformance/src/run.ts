@@ -321,6 +321,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       );
     } catch (error) {
       assessFailed = alive() ? describeError(error) : gone();
+      if (!(error instanceof ResponseError)) set("assess-deadline", false, assessFailed);
       if (error instanceof ResponseError) {
         const label = error.code === PROTOCOL_ERRORS.unsupported ? "unsupported" : "error";
         set("assess-status", false, `answered with a JSON-RPC ${label} (${error.code}) instead of an Assessment`);
@@ -329,6 +330,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     if (assessFailed !== null) {
       set("assess-shape", false, assessFailed);
     } else {
+      set("assess-deadline", true, "answered in time");
       checkAssessment(answer, provider, declared, fixture, t1, foreign, { maxResponseBytes, maxCallbacks }, set);
     }
 

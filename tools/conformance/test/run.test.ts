@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { CHECKS, type ConformanceReport, formatReport, isConformanceReport, runConformance } from "../src/index.js";
@@ -71,9 +72,33 @@ describe("runConformance", () => {
     await expect(runConformance({ command: [] })).rejects.toThrowWithCode("ASP_CONFORMANCE_BAD_OPTIONS");
   });
 
-  describe.skipIf(!existsSync(THS_FIXTURES))("the host's fault fixtures (packages/ths/test/fixtures)", () => {
-    it("are all refused", () => {
-      expect(existsSync(THS_FIXTURES)).toBe(true);
+  // The host engineer's protocol fault fixtures (packages/ths/test/fixtures): each fails its check.
+  describe.skipIf(!existsSync(THS_FIXTURES))("the host's fault fixtures", () => {
+    it.concurrent.each([
+      ["fake-crash-start.mjs", "initialize", []],
+      ["fake-crash-mid.mjs", "assess-deadline", []],
+      ["fake-hang.mjs", "assess-deadline", []],
+      ["fake-late.mjs", "assess-deadline", ["--delay", "3000"]],
+      ["fake-non-json.mjs", "transport", []],
+      ["fake-schema-invalid.mjs", "assess-shape", []],
+      ["fake-host-owned.mjs", "host-owned-fields", []],
+      ["fake-oversize.mjs", "response-size", []],
+      ["fake-callback-flood.mjs", "callback-budget", []],
+      ["fake-read-outside.mjs", "reads-in-baseline", []],
+      ["fake-stale.mjs", "valid-as-of", []],
+      ["fake-undeclared-source.mjs", "declared-sources", []],
+      ["fake-unsupported.mjs", "assess-status", []],
+      ["fake-error.mjs", "assess-status", []],
+      ["fake-incompatible.mjs", "protocol-version", []],
+      ["fake-exit-on-shutdown.mjs", "shutdown", []],
+    ] as const)("%s fails %s", async (script, check, args) => {
+      const r = await runConformance({
+        command: [process.execPath, join(THS_FIXTURES, script), ...args],
+        timeoutMs: 1500,
+        cancelBoundMs: 500,
+      });
+      expect(r.passed).toBe(false);
+      expect(failed(r), formatReport(r)).toContain(check);
     });
   });
 });
