@@ -2,12 +2,17 @@ import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerConfig } from "./config.js";
 import { registerConformance } from "./conformance.js";
+import { registerCheck, registerGate, registerReceipts, registerSweep } from "./host.js";
 import { registerPlugin } from "./plugin.js";
 import { registerStatus } from "./status.js";
 
 /** Every `asp` subcommand, in help order. A new command adds one line here. */
 export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void> = [
   registerStatus,
+  registerCheck,
+  registerGate,
+  registerSweep,
+  registerReceipts,
   registerConfig,
   registerPlugin,
   registerConformance,

@@ -1,10 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { SCHEMA_NAMES, validate } from "@asp/contracts";
+import { type HostStatus, SCHEMA_NAMES, validate } from "@asp/contracts";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
+import { DEFAULT_HOST_CONFIG, hostFromConfig, readHostConfig } from "./host.js";
 
 /** What `asp status --json` prints. */
 export interface StatusReport {
@@ -19,7 +20,9 @@ export interface StatusReport {
       }
     | null;
   readonly store: { readonly path: string; readonly exists: boolean };
-  readonly host: { readonly composed: false; readonly note: string };
+  readonly host:
+    | { readonly composed: false; readonly note: string }
+    | { readonly composed: true; readonly config: string; readonly status: HostStatus };
 }
 
 function readPolicy(path: string): StatusReport["policy"] {
@@ -44,15 +47,34 @@ export function registerStatus(program: Command, ctx: CliContext): void {
     .description("show the toolkit version, schemas, trusted policy and store status")
     .option("--policy <path>", "trusted policy file to validate", "asp.policy.json")
     .option("--store <path>", "durable store directory", ".asp")
-    .action((options: { policy: string; store: string }) => {
-      const policyPath = resolve(ctx.io.cwd, options.policy);
-      const storePath = resolve(ctx.io.cwd, options.store);
+    .option(
+      "--config <path>",
+      `trusted host configuration: compose the host and show provider status (default ${DEFAULT_HOST_CONFIG} when present)`,
+    )
+    .action(async (options: { policy: string; store: string; config?: string }) => {
+      const configPath = resolve(ctx.io.cwd, options.config ?? DEFAULT_HOST_CONFIG);
+      const useHost = options.config !== undefined || existsSync(configPath);
+      const config = useHost ? readHostConfig(ctx, configPath) : null;
+      const policyPath = config?.policy ?? resolve(ctx.io.cwd, options.policy);
+      const storePath = config?.store ?? resolve(ctx.io.cwd, options.store);
+      let host: StatusReport["host"] = {
+        composed: false,
+        note: `no host configuration (${DEFAULT_HOST_CONFIG} or --config): providers are not shown`,
+      };
+      if (config !== null) {
+        const composed = await hostFromConfig(ctx, config);
+        try {
+          host = { composed: true, config: configPath, status: composed.status() };
+        } finally {
+          await composed.close();
+        }
+      }
       const report: StatusReport = {
         cli: { version: cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}` },
         contracts: { schemas: SCHEMA_NAMES.length },
         policy: existsSync(policyPath) ? readPolicy(policyPath) : null,
         store: { path: storePath, exists: existsSync(storePath) },
-        host: { composed: false, note: "no provider host is composed yet; `asp gate` arrives with @asp/ths" },
+        host,
       };
       const lines = [
         `asp ${report.cli.version} (node ${report.cli.node}, ${report.cli.platform})`,
@@ -63,7 +85,19 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             ? `policy:    ${report.policy.path} valid (${report.policy.apiVersion})`
             : `policy:    ${report.policy.path} INVALID\n${report.policy.errors.map((e) => `  ${e.pointer || "/"}: ${e.message}`).join("\n")}`,
         `store:     ${report.store.path} ${report.store.exists ? "present" : "not created yet"}`,
-        `host:      ${report.host.note}`,
+        ...(report.host.composed
+          ? [
+              `host:      ${report.host.status.hostVersion} (${report.host.config}), ${report.host.status.providers.length} providers`,
+              ...report.host.status.providers.map(
+                (p) =>
+                  `  ${p.id}@${p.version}: ${p.state}; ${Object.entries(p.families)
+                    .map(([f, s]) => `${f} ${s}`)
+                    .join(
+                      ", ",
+                    )}; restarts ${p.health.restarts}, timeouts ${p.timeouts}${p.health.quarantined ? ", QUARANTINED" : ""}; p50 ${p.latency.p50Ms ?? "-"} ms, p95 ${p.latency.p95Ms ?? "-"} ms`,
+              ),
+            ]
+          : [`host:      ${report.host.note}`]),
       ];
       ctx.print(lines.join("\n"), report);
       if (report.policy !== null && !report.policy.valid) ctx.setExit(EXIT.usage);

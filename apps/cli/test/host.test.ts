@@ -1,0 +1,186 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ProviderManifest, validate } from "@asp/contracts";
+import { blobDigest } from "@asp/evidence";
+import { describe, expect, it } from "vitest";
+import { EXIT } from "../src/index.js";
+import { REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
+
+const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
+
+function manifest(file: string, source: string): ProviderManifest {
+  const path = join(FIXTURES, `${file}.mjs`);
+  return {
+    id: file,
+    version: "1.0.0",
+    digest: blobDigest(readFileSync(path)),
+    executable: process.execPath,
+    args: [path, "--id", file, "--source", source],
+    cwd: FIXTURES,
+    capabilities: ["check"],
+    diagnosticSources: [source],
+    protocolVersion: "1.0",
+  };
+}
+
+/** A temp folder with a host config (own store) over these providers, all granted at every call-site. */
+function hostConfig(providers: ProviderManifest[]): { dir: string; config: string } {
+  const dir = mkdtempSync(join(tmpdir(), "asp-cli-host-"));
+  const sites = ["interactive", "gate", "sweep"] as const;
+  const policy = {
+    apiVersion: "asp.policy/v1",
+    requirements: providers.map((m) => ({
+      id: `req-${m.id}`,
+      capability: "check",
+      sources: m.diagnosticSources,
+      callSites: sites,
+    })),
+    providers: providers.map((m) => ({ id: m.id, version: m.version, digest: m.digest })),
+    grants: providers.map((m) => ({
+      provider: m.id,
+      version: m.version,
+      digest: m.digest,
+      requirement: `req-${m.id}`,
+      callSites: sites,
+    })),
+    budgets: { timeoutMs: { interactive: 3000, gate: 3000, sweep: 3000 } },
+  };
+  writeFileSync(join(dir, "policy.json"), JSON.stringify(policy));
+  const config = join(dir, "asp.host.json");
+  writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers }));
+  return { dir, config };
+}
+
+function repoWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "asp-cli-repo-"));
+  for (const [p, t] of Object.entries(files)) writeFileSync(join(dir, p), t);
+  return dir;
+}
+
+describe("asp gate / check / sweep", () => {
+  describe("the example repository (no providers installed yet)", () => {
+    it("is an honest indeterminate naming the missing requirements (exit 2), and the envelope validates", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "asp-cli-example-"));
+      const config = join(dir, "asp.host.json");
+      writeFileSync(config, JSON.stringify({ store: "store", policy: join(REPO_ROOT, "examples/asp.policy.json") }));
+      const r = await runInProcess(["gate", "--json", "--config", config, "--repo", "examples/demo-repo"], {
+        cwd: REPO_ROOT,
+      });
+      expect(r.code).toBe(EXIT.indeterminate);
+      const envelope = JSON.parse(r.stdout);
+      expect(validate("verdict", envelope).ok).toBe(true);
+      expect(envelope.decision).toBe("indeterminate");
+      expect(
+        envelope.coverage.degraded
+          .map((d: { requirement: string; reason: string }) => [d.requirement, d.reason])
+          .sort(),
+      ).toEqual([
+        ["secrets", "missing"],
+        ["types", "missing"],
+      ]);
+    });
+
+    it("the committed examples/asp.host.json parses and names the example policy", async () => {
+      const raw = JSON.parse(readFileSync(join(REPO_ROOT, "examples/asp.host.json"), "utf8"));
+      expect(raw).toMatchObject({ store: ".asp/store", policy: "asp.policy.json", providers: [] });
+    });
+  });
+
+  describe("a fixture repository with real fake providers", () => {
+    const honest = manifest("fake-honest-ts", "ts");
+    const crashing = manifest("fake-crash-mid", "lint");
+
+    it("denies (exit 1) on a gating finding, prints the nextStep, and the receipts verify", async () => {
+      const { dir, config } = hostConfig([honest]);
+      const repo = repoWith({ "a.ts": "let x = 1; // ASP-TS-ERROR\n" });
+      const human = await runInProcess(["gate", "--config", config, "--repo", repo], { cwd: dir });
+      expect(human.code).toBe(EXIT.deny);
+      expect(human.stdout).toMatch(/^DENY \(gate\)/);
+      expect(human.stdout).toContain("next: remove ASP-TS-ERROR");
+      expect(human.stderr).toContain("asp gate: running fake-honest-ts");
+      writeFileSync(join(repo, "a.ts"), "let x = 1;\n");
+      const clean = await runInProcess(["check", "--json", "--config", config, "--repo", repo], { cwd: dir });
+      expect(clean.code).toBe(EXIT.allow);
+      expect(JSON.parse(clean.stdout).callSite).toBe("interactive");
+
+      const list = await runInProcess(["receipts", "list", "--json", "--config", config], { cwd: dir });
+      const rows = JSON.parse(list.stdout);
+      expect(rows.map((r: { receipt: { decision: string } }) => r.receipt.decision)).toEqual(["allow", "deny"]);
+      const show = await runInProcess(["receipts", "show", rows[1].receipt.receiptId, "--json", "--config", config], {
+        cwd: dir,
+      });
+      expect(JSON.parse(show.stdout).envelope.decision).toBe("deny");
+      const verify = await runInProcess(["receipts", "verify", "--json", "--config", config], { cwd: dir });
+      expect(verify.code).toBe(EXIT.ok);
+      expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, receipts: 2 });
+      const missing = await runInProcess(["receipts", "show", "nope", "--config", config], { cwd: dir });
+      expect(missing.code).toBe(EXIT.usage);
+    });
+
+    it("a failing required provider makes the gate indeterminate (exit 2) with the provider named", async () => {
+      const { dir, config } = hostConfig([honest, crashing]);
+      const r = await runInProcess(["gate", "--json", "--config", config, "--repo", repoWith({ "a.ts": "ok\n" })], {
+        cwd: dir,
+      });
+      expect(r.code).toBe(EXIT.indeterminate);
+      const envelope = JSON.parse(r.stdout);
+      expect(validate("verdict", envelope).ok).toBe(true);
+      expect(envelope.coverage.degraded).toEqual([
+        expect.objectContaining({ provider: "fake-crash-mid", reason: "crashed" }),
+      ]);
+      const status = await runInProcess(["status", "--json", "--config", config], { cwd: dir });
+      const report = JSON.parse(status.stdout);
+      expect(report.host.composed).toBe(true);
+      expect(validate("host-status", report.host.status).ok).toBe(true);
+      expect(report.host.status.providers.map((p: { id: string }) => p.id)).toEqual([
+        "fake-honest-ts",
+        "fake-crash-mid",
+      ]);
+    });
+
+    it("--base REV diffs against a git revision: only the changed file is offered", async () => {
+      const { dir, config } = hostConfig([honest]);
+      const repo = repoWith({ "old.ts": "// ASP-TS-ERROR in history, unchanged\n", "b.ts": "fine\n" });
+      const git = (...args: string[]) =>
+        execFileSync("git", ["-c", "user.email=t@t", "-c", "user.name=t", ...args], { cwd: repo, stdio: "pipe" });
+      git("init", "-q");
+      git("add", ".");
+      git("commit", "-qm", "base");
+      writeFileSync(join(repo, "b.ts"), "still fine\n");
+      const r = await runInProcess(["gate", "--json", "--base", "HEAD", "--config", config, "--repo", repo], {
+        cwd: dir,
+      });
+      expect(r.code).toBe(EXIT.allow);
+      expect(JSON.parse(r.stdout).changeset).toMatch(/^sha256:/);
+      const full = await runInProcess(["sweep", "--json", "--config", config, "--repo", repo], { cwd: dir });
+      expect(full.code).toBe(EXIT.deny);
+    });
+  });
+
+  describe("bad input", () => {
+    it("exits 64 for a missing or invalid host configuration", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "asp-cli-bad-"));
+      expect((await runInProcess(["gate"], { cwd: dir })).code).toBe(EXIT.usage);
+      writeFileSync(
+        join(dir, "asp.host.json"),
+        JSON.stringify({ store: "s", policy: "p.json", providers: [{ id: "x" }] }),
+      );
+      const r = await runInProcess(["gate", "--json"], { cwd: dir });
+      expect(r.code).toBe(EXIT.usage);
+      expect(JSON.parse(r.stdout).error.code).toBe("ASP_THS_BAD_MANIFEST");
+    });
+  });
+
+  describe("the built binary", () => {
+    it("gates the example repository as a real process", () => {
+      const dir = mkdtempSync(join(tmpdir(), "asp-cli-bin-"));
+      const config = join(dir, "asp.host.json");
+      writeFileSync(config, JSON.stringify({ store: "store", policy: join(REPO_ROOT, "examples/asp.policy.json") }));
+      const r = runBinary(["gate", "--json", "--config", config, "--repo", "examples/demo-repo"]);
+      expect(r.code).toBe(2);
+      expect(validate("verdict", JSON.parse(r.stdout)).ok).toBe(true);
+    });
+  });
+});
