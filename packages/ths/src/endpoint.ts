@@ -1,0 +1,25 @@
+import type { Readable, Writable } from "node:stream";
+import { METHODS } from "@asp/contracts";
+import {
+  createMessageConnection,
+  type MessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from "vscode-jsonrpc/node";
+import type { Host } from "./host.js";
+
+/**
+ * Answer `host/status` and `host/capabilities` for a client over JSON-RPC (DESIGN §5, client ->
+ * host), e.g. on a socket or a child's stdio. Dispose the returned connection to stop.
+ */
+export function serveHost(
+  host: Pick<Host, "status" | "capabilities">,
+  input: Readable,
+  output: Writable,
+): MessageConnection {
+  const connection = createMessageConnection(new StreamMessageReader(input), new StreamMessageWriter(output));
+  connection.onRequest(METHODS.hostStatus, () => host.status());
+  connection.onRequest(METHODS.hostCapabilities, () => host.capabilities());
+  connection.listen();
+  return connection;
+}

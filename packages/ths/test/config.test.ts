@@ -1,0 +1,56 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { composeHost, loadHostConfig, parseHostConfig, THS_ERROR_CODES } from "../src/index.js";
+import { manifest, policyFor } from "./helpers.js";
+
+describe("host configuration", () => {
+  it("resolves relative paths against the file's folder", () => {
+    const dir = mkdtempSync(join(tmpdir(), "asp-ths-config-"));
+    const file = join(dir, "asp.host.json");
+    writeFileSync(file, JSON.stringify({ store: ".asp/store", policy: "asp.policy.json", plugins: ["plugins"] }));
+    expect(loadHostConfig(file)).toEqual({
+      store: join(dir, ".asp/store"),
+      policy: join(dir, "asp.policy.json"),
+      trustRoots: [],
+      plugins: [join(dir, "plugins")],
+      providers: [],
+      excludes: [],
+    });
+  });
+
+  it.each([
+    ["not an object", [], "ASP_THS_BAD_CONFIG"],
+    ["an unknown key", { store: "s", policy: "p", shell: "sh -c x" }, "ASP_THS_BAD_CONFIG"],
+    ["no store", { policy: "p" }, "ASP_THS_BAD_CONFIG"],
+    [
+      "a relative executable",
+      { store: "s", policy: "p", providers: [{ ...manifest("fake-hang"), executable: "node" }] },
+      "ASP_THS_BAD_MANIFEST",
+    ],
+    [
+      "a shell string instead of argv",
+      { store: "s", policy: "p", providers: [{ ...manifest("fake-hang"), args: "a b" }] },
+      "ASP_THS_BAD_MANIFEST",
+    ],
+    [
+      "a duplicate provider",
+      { store: "s", policy: "p", providers: [manifest("fake-hang"), manifest("fake-hang")] },
+      "ASP_THS_BAD_MANIFEST",
+    ],
+  ])("refuses %s", (_what, raw, code) => {
+    expect(() => parseHostConfig(raw, "/tmp")).toThrowWithCode(code);
+  });
+
+  it("refuses an unreadable file and an invalid policy with typed codes", async () => {
+    expect(() => loadHostConfig("/nonexistent/asp.host.json")).toThrowWithCode("ASP_THS_BAD_CONFIG");
+    await expect(composeHost({ store: "memory:", policy: "/nonexistent/policy.json" })).rejects.toThrowWithCode(
+      "ASP_THS_BAD_POLICY",
+    );
+    await expect(
+      composeHost({ store: "memory:", policy: { ...policyFor([]), apiVersion: "v0" } as never }),
+    ).rejects.toThrow();
+    expect(THS_ERROR_CODES).toContain("ASP_THS_BAD_REQUEST");
+  });
+});

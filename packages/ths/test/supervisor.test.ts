@@ -1,0 +1,136 @@
+import { PassThrough } from "node:stream";
+import { validate } from "@asp/contracts";
+import { describe, expect, it } from "vitest";
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
+import { launchEnvironment, serveHost } from "../src/index.js";
+import { FIXTURES, manifest, policyFor, tempRepo, testHost } from "./helpers.js";
+
+describe("supervisor", () => {
+  describe("when a provider keeps failing", () => {
+    it("quarantines it after budgets.quarantineAfterFailures and surfaces quarantine as degraded coverage (host §8)", async () => {
+      const m = manifest("fake-crash-mid");
+      const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
+      try {
+        const repo = tempRepo();
+        const first = await host.gate({ repo });
+        expect(first.envelope.coverage.degraded[0]?.reason).toBe("crashed");
+        await host.gate({ repo });
+        const third = await host.gate({ repo });
+        expect(third.envelope.decision).not.toBe("allow");
+        expect(third.envelope.coverage.degraded[0]).toMatchObject({
+          reason: "quarantined",
+          providerState: "quarantined",
+        });
+        const status = host.status();
+        expect(validate("host-status", status).ok).toBe(true);
+        expect(status.providers[0]).toMatchObject({
+          state: "quarantined",
+          health: { quarantined: true },
+          families: { check: "quarantined" },
+        });
+        expect(status.capabilities.check).toEqual([]);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it("restarts a crashed provider (restarts counted) and it serves the next request", async () => {
+      const m = manifest("fake-crash-mid");
+      const honest = manifest("fake-honest-ts", { source: "ts" });
+      const { host } = await testHost({ policy: policyFor([honest]), providers: [m, honest] });
+      try {
+        const repo = tempRepo();
+        await host.gate({ repo });
+        await host.gate({ repo });
+        const crashed = host.status().providers.find((p) => p.id === m.id);
+        expect(crashed?.health.restarts).toBeGreaterThanOrEqual(1);
+        const ok = host.status().providers.find((p) => p.id === honest.id);
+        expect(ok).toMatchObject({ state: "initialized", coverage: { ran: 2, degraded: 0 }, latency: { samples: 2 } });
+        expect(ok?.latency.p50Ms).toBeGreaterThan(0);
+      } finally {
+        await host.close();
+      }
+    });
+  });
+
+  describe("when the caller cancels", () => {
+    it("sends $/cancelRequest and degrades the provider as cancelled", async () => {
+      const m = manifest("fake-hang");
+      const { host } = await testHost({ policy: policyFor([m], { timeoutMs: 10_000 }), providers: [m] });
+      try {
+        const abort = new AbortController();
+        const pending = host.gate({ repo: tempRepo(), signal: abort.signal });
+        setTimeout(() => abort.abort(), 300);
+        const { envelope } = await pending;
+        expect(envelope.decision).toBe("indeterminate");
+        expect(envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "cancelled" });
+      } finally {
+        await host.close();
+      }
+    });
+  });
+
+  describe("launch (host §2)", () => {
+    it("passes only PATH and the manifest's envPassthrough names", () => {
+      const env = launchEnvironment(
+        { ...manifest("fake-honest-ts"), envPassthrough: ["HOME"] },
+        { PATH: "/bin", HOME: "/home/x", SECRET_TOKEN: "nope", NODE_OPTIONS: "--require evil" },
+      );
+      expect(env).toEqual({ PATH: "/bin", HOME: "/home/x" });
+    });
+
+    it("refuses a provider whose cwd is inside the candidate repository", async () => {
+      const repo = tempRepo();
+      const m = { ...manifest("fake-honest-ts"), cwd: repo };
+      const { host } = await testHost({ policy: policyFor([m]), providers: [m], warm: false });
+      try {
+        const { envelope } = await host.gate({ repo });
+        expect(envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "unavailable" });
+        expect(envelope.coverage.degraded[0]?.detail).toMatch(/inside the candidate repository/);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it("an executable that does not exist is unavailable, never a pass", async () => {
+      const m = { ...manifest("fake-honest-ts"), executable: "/nonexistent/node" };
+      const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
+      try {
+        const { envelope } = await host.gate({ repo: tempRepo() });
+        expect(envelope.decision).toBe("indeterminate");
+        expect(envelope.coverage.degraded[0]?.reason).toMatch(/unavailable|crashed/);
+      } finally {
+        await host.close();
+      }
+    });
+  });
+
+  describe("serveHost", () => {
+    it("answers host/status and host/capabilities over JSON-RPC", async () => {
+      const m = manifest("fake-honest-ts", { source: "ts" });
+      const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
+      const toHost = new PassThrough();
+      const fromHost = new PassThrough();
+      const server = serveHost(host, toHost, fromHost);
+      const client = createMessageConnection(new StreamMessageReader(fromHost), new StreamMessageWriter(toHost));
+      client.listen();
+      try {
+        const status = await client.sendRequest("host/status");
+        expect(validate("host-status", status).ok).toBe(true);
+        expect(await client.sendRequest("host/capabilities")).toEqual({
+          inspect: [],
+          check: [{ id: m.id, state: "initialized" }],
+          edit: [],
+        });
+      } finally {
+        client.dispose();
+        server.dispose();
+        await host.close();
+      }
+    });
+  });
+
+  it("keeps fixtures outside any repository it evaluates", () => {
+    expect(FIXTURES).toMatch(/test\/fixtures\/$/);
+  });
+});
