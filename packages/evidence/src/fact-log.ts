@@ -38,9 +38,20 @@ function broken(seq: number, reason: string, location: string): EvidenceError {
   );
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function checkKey(value: unknown, what: string, i: number): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > MAX_KEY || value.includes("\0")) {
-    bad(`${what} must be a non-empty string of at most ${MAX_KEY} chars without NUL`, { entry: i, what });
+  if (
+    typeof value !== "string" ||
+    value.length === 0 ||
+    value.length > MAX_KEY ||
+    value.includes("\0") ||
+    LONE_SURROGATE.test(value)
+  ) {
+    bad(`${what} must be a non-empty string of at most ${MAX_KEY} chars without NUL or lone surrogates`, {
+      entry: i,
+      what,
+    });
   }
   return value;
 }
@@ -66,7 +77,12 @@ function prepare(input: FactInput, i: number): Prepared {
   const index = (input.index ?? []).map((k) => {
     if (typeof k?.name !== "string" || !KIND_RE.test(k.name))
       bad("index name must look like a kind", { entry: i, name: String(k?.name) });
-    if (typeof k.value !== "string" || k.value.length > MAX_KEY || k.value.includes("\0")) {
+    if (
+      typeof k.value !== "string" ||
+      k.value.length > MAX_KEY ||
+      k.value.includes("\0") ||
+      LONE_SURROGATE.test(k.value)
+    ) {
       bad(`index value must be a string of at most ${MAX_KEY} chars without NUL`, { entry: i, name: k.name });
     }
     return { name: k.name, value: k.value };
@@ -83,8 +99,10 @@ function bodyText(
   p: { kind: string; recordText: string; index: readonly FactIndexKey[]; state: readonly string[] },
   prev: Digest | null,
 ): string {
-  // Keys in canonical (sorted) order; recordText is canonical already, the rest canonicalize.
-  return `{"at":${canonicalize(at)},"index":${canonicalize(p.index.map((k) => [k.name, k.value]))},"kind":${canonicalize(p.kind)},"prev":${canonicalize(prev)},"record":${p.recordText},"seq":${seq},"state":${canonicalize(p.state)},"v":${ENTRY_VERSION}}`;
+  // Keys in canonical (sorted) order. recordText is canonical already; every other string was
+  // checked free of lone surrogates, so JSON.stringify is its RFC 8785 form (and much cheaper).
+  const index = JSON.stringify(p.index.map((k) => [k.name, k.value]));
+  return `{"at":${JSON.stringify(at)},"index":${index},"kind":${JSON.stringify(p.kind)},"prev":${JSON.stringify(prev)},"record":${p.recordText},"seq":${seq},"state":${JSON.stringify(p.state)},"v":${ENTRY_VERSION}}`;
 }
 
 /** The stored form: the body with its digest added, still canonical JSON. */

@@ -42,6 +42,8 @@ export type {
 export { blobDigest, changesetDigest, decodeTree, diffTrees, encodeTree, FILE_MODES, listTree } from "./objects.js";
 export { createMemoryStore, openStore } from "./open.js";
 export { assertEntryName, assertPath, isNormalizedPath, normalizePath } from "./paths.js";
+export type { StatCache } from "./stat-cache.js";
+export { createStatCache } from "./stat-cache.js";
 export type {
   Clock,
   FactEntry,

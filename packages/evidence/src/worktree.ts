@@ -1,19 +1,11 @@
-import {
-  type Dirent,
-  lstatSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  renameSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { EvidenceError } from "./errors.js";
-import { type Digest, defaultHasher, digestBytes, type Hasher, isDigest } from "./hash.js";
+import { type Digest, defaultHasher, digestBytes, type Hasher } from "./hash.js";
 import { IgnoreRules } from "./ignore-rules.js";
 import { encodeTree, type FileMode, type TreeEntry } from "./objects.js";
+import { type DirRow, FileStatCache, type StatCache, type StatCacheData, type StatRow } from "./stat-cache.js";
 import type { ObjectStore, StoredObject } from "./store.js";
 
 /** Where a snapshot writes its objects: the object store and the id of the store it belongs to. */
@@ -31,11 +23,12 @@ export interface SnapshotOptions {
   /** Store every blob and tree not already there (a `Store` fits). Without it only the id is computed. */
   readonly store?: SnapshotTarget;
   /**
-   * Path of an on-disk stat cache (size, mtime, ctime, inode, mode per file), like git's index:
-   * a re-snapshot reads and hashes only files whose stat changed. Created when missing; a
-   * damaged cache is ignored and rewritten.
+   * An on-disk stat cache (a path, or a handle from `createStatCache` to also keep it in memory
+   * between snapshots): a re-snapshot reads and hashes only files whose (size, mtime, ctime,
+   * inode, mode) changed, like git's index. Created when missing; a damaged cache is ignored
+   * and rewritten.
    */
-  readonly statCache?: string;
+  readonly statCache?: string | StatCache;
   readonly hasher?: Hasher;
 }
 
@@ -51,55 +44,8 @@ export interface WorktreeSnapshot {
   readonly stored: number;
 }
 
-/** One stat cache row: size, mtimeMs, ctimeMs, ino, st_mode, digest. */
-type CacheRow = [number, number, number, number, number, Digest];
-
-interface CacheFile {
-  v: 1;
-  hasher: string;
-  store: string | null;
-  entries: Record<string, CacheRow>;
-}
-
-interface LoadedCache {
-  readonly rows: Map<string, CacheRow>;
-  /** The cache file's own mtime: entries at or after it are "racily clean" and re-hashed (git's rule). */
-  readonly writtenAtMs: number;
-  readonly store: string | null;
-}
-
 const FLUSH_BYTES = 32 * 1024 * 1024;
-
-function loadCache(path: string, hasher: Hasher): LoadedCache | undefined {
-  try {
-    const writtenAtMs = statSync(path).mtimeMs;
-    const parsed = JSON.parse(readFileSync(path, "utf8")) as CacheFile;
-    if (
-      parsed?.v !== 1 ||
-      parsed.hasher !== hasher.name ||
-      typeof parsed.entries !== "object" ||
-      parsed.entries === null
-    )
-      return undefined;
-    const rows = new Map<string, CacheRow>();
-    for (const [k, row] of Object.entries(parsed.entries)) {
-      if (Array.isArray(row) && row.length === 6 && isDigest(row[5])) rows.set(k, row);
-    }
-    return { rows, writtenAtMs, store: typeof parsed.store === "string" ? parsed.store : null };
-  } catch {
-    return undefined;
-  }
-}
-
-function saveCache(path: string, file: CacheFile): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  try {
-    writeFileSync(tmp, JSON.stringify(file));
-    renameSync(tmp, path);
-  } catch (error) {
-    throw ioError(path, "cannot write the stat cache", error);
-  }
-}
+const NO_ROWS: ReadonlyMap<string, never> = new Map<string, never>();
 
 function ioError(path: string, what: string, cause: unknown): EvidenceError {
   const code = (cause as NodeJS.ErrnoException)?.code ?? "error";
@@ -111,6 +57,13 @@ const isMissing = (error: unknown): boolean => {
   return code === "ENOENT" || code === "ENOTDIR";
 };
 
+interface Walked {
+  readonly tree: Digest;
+  readonly count: number;
+  /** The tree id differs from the one the cache remembered for this directory. */
+  readonly changed: boolean;
+}
+
 /**
  * Snapshot a directory into a content-addressed tree id. Honours `.gitignore` files and the
  * host's excludes, never enters `.git` or nested repositories, records symlinks as links (mode
@@ -121,27 +74,45 @@ const isMissing = (error: unknown): boolean => {
  *   cannot be read; `ASP_EVIDENCE_BAD_PATH` for a name no normalized path can carry (backslash).
  * @example
  * ```ts
- * const { tree } = await snapshotWorktree("./repo", { excludes: [".asp/"], store, statCache: "./.asp/stat-cache.json" });
+ * const cache = createStatCache("./.asp/stat-cache");
+ * const { tree } = await snapshotWorktree("./repo", { excludes: [".asp/"], store, statCache: cache });
  * ```
  */
 export async function snapshotWorktree(dir: string, options: SnapshotOptions = {}): Promise<WorktreeSnapshot> {
   const root = resolve(dir);
   const hasher = options.hasher ?? defaultHasher();
   const useGitignore = options.gitignore ?? true;
+  const excludes = options.excludes ?? [];
   const target = options.store;
   try {
-    if (!statSync(root).isDirectory()) throw new Error("ENOTDIR");
+    if (!statSync(root).isDirectory()) throw Object.assign(new Error("not a directory"), { code: "ENOTDIR" });
   } catch (error) {
     throw ioError(root, "cannot snapshot", error);
   }
 
-  const cache = options.statCache === undefined ? undefined : loadCache(options.statCache, hasher);
-  // Cached digests only prove an object is stored when the cache was written for this store.
-  const cacheStored = cache !== undefined && target !== undefined && cache.store === target.id;
-  const trusted = cache !== undefined && (target === undefined || cacheStored) ? cache : undefined;
-  const nextRows: Record<string, CacheRow> = {};
+  const cache =
+    options.statCache === undefined
+      ? undefined
+      : options.statCache instanceof FileStatCache
+        ? options.statCache
+        : new FileStatCache(typeof options.statCache === "string" ? options.statCache : options.statCache.path);
+  const rules = JSON.stringify({ excludes, gitignore: useGitignore });
+  const loaded = cache?.load();
+  // Cached ids only prove an object is stored when the cache was written for this very store.
+  const prev: StatCacheData | undefined =
+    loaded !== undefined && loaded.hasher === hasher.name && (target === undefined || loaded.store === target.id)
+      ? loaded
+      : undefined;
+  const prevRows: ReadonlyMap<string, StatRow> = prev?.rows ?? NO_ROWS;
+  const prevDirs: ReadonlyMap<string, DirRow> = prev?.dirs ?? NO_ROWS;
+  const writtenAtMs = prev?.writtenAtMs ?? 0;
+  const nextRows = new Map<string, StatRow>();
+  const nextDirs = new Map<string, DirRow>();
+  const nextIgnores = new Map<string, string>();
+
   let files = 0;
   let hashed = 0;
+  let changedRows = 0;
   let stored = 0;
   let pending: StoredObject[] = [];
   let pendingBytes = 0;
@@ -155,33 +126,38 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     stored += await target.objects.putMany(batch);
   };
 
-  const hashObject = (kind: "blob", bytes: Uint8Array): Digest => {
-    const d = digestBytes(bytes, hasher);
-    if (target !== undefined) {
-      pending.push({ kind, digest: d, bytes });
-      pendingBytes += bytes.byteLength;
-    }
-    return d;
-  };
-
-  /** Returns the directory's entries, or null when it must be left out (nested repository). */
-  const walk = async (abs: string, rel: string, rules: IgnoreRules): Promise<TreeEntry[] | null> => {
+  /**
+   * Walk one directory. `sameRules`: every `.gitignore` from the root down to here (and the
+   * excludes) equals what the cache saw, so a cached file is known not to be ignored.
+   * Returns null for a nested repository or a directory with nothing to track.
+   */
+  const walk = async (abs: string, rel: string, rules: IgnoreRules, sameRules: boolean): Promise<Walked | null> => {
     let dirents: Dirent[];
     try {
       dirents = readdirSync(abs, { withFileTypes: true });
     } catch (error) {
-      if (rel !== "" && isMissing(error)) return [];
+      if (rel !== "" && isMissing(error)) return null;
       throw ioError(abs, "cannot read directory", error);
     }
-    if (rel !== "" && dirents.some((d) => d.name === ".git")) return null;
-    if (useGitignore && dirents.some((d) => d.name === ".gitignore" && d.isFile())) {
-      try {
-        rules = rules.with(rel, readFileSync(`${abs}/.gitignore`, "utf8"));
-      } catch (error) {
-        if (!isMissing(error)) throw ioError(`${abs}/.gitignore`, "cannot read", error);
+    let gitignore: string | undefined;
+    for (const d of dirents) {
+      if (d.name === ".git" && rel !== "") return null;
+      if (useGitignore && d.name === ".gitignore" && d.isFile()) {
+        try {
+          gitignore = readFileSync(`${abs}/.gitignore`, "utf8");
+        } catch (error) {
+          if (!isMissing(error)) throw ioError(`${abs}/.gitignore`, "cannot read", error);
+        }
       }
     }
+    if (gitignore !== undefined) {
+      rules = rules.with(rel, gitignore);
+      nextIgnores.set(rel, gitignore);
+    }
+    sameRules = sameRules && gitignore === prev?.ignores.get(rel);
+
     const entries: TreeEntry[] = [];
+    let dirty = false;
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
@@ -189,16 +165,16 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       const childAbs = `${abs}/${name}`;
       if (d.isDirectory()) {
         if (rules.ignores(childRel, true)) continue;
-        const sub = await walk(childAbs, childRel, rules);
-        if (sub === null || sub.length === 0) continue;
-        const tree = encodeTree(sub, hasher);
-        if (target !== undefined) pending.push({ kind: "tree", digest: tree.digest, bytes: tree.bytes });
-        entries.push({ name, mode: "040000", digest: tree.digest });
+        const sub = await walk(childAbs, childRel, rules, sameRules);
+        if (sub === null) continue;
+        if (sub.changed) dirty = true;
+        entries.push({ name, mode: "040000", digest: sub.tree });
         continue;
       }
       const link = d.isSymbolicLink();
       if (!link && !d.isFile()) continue; // sockets, fifos, devices: git does not track them either
-      if (rules.ignores(childRel, false)) continue;
+      const row = prevRows.get(childRel);
+      if (!(sameRules && row !== undefined) && rules.ignores(childRel, false)) continue;
       let st: ReturnType<typeof lstatSync>;
       try {
         st = lstatSync(childAbs);
@@ -208,20 +184,18 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       }
       if (st === undefined) continue;
       const mode: FileMode = link ? "120000" : (st.mode & 0o100) !== 0 ? "100755" : "100644";
-      const row = trusted?.rows.get(childRel);
-      let digest: Digest;
+      let next: StatRow;
       if (
         row !== undefined &&
-        row[0] === st.size &&
-        row[1] === st.mtimeMs &&
-        row[2] === st.ctimeMs &&
-        row[3] === st.ino &&
-        row[4] === st.mode &&
-        trusted !== undefined &&
-        st.mtimeMs < trusted.writtenAtMs &&
-        st.ctimeMs < trusted.writtenAtMs
+        row.size === st.size &&
+        row.mtimeMs === st.mtimeMs &&
+        row.ctimeMs === st.ctimeMs &&
+        row.ino === st.ino &&
+        row.mode === st.mode &&
+        st.mtimeMs < writtenAtMs &&
+        st.ctimeMs < writtenAtMs
       ) {
-        digest = row[5];
+        next = row;
       } else {
         let bytes: Uint8Array;
         try {
@@ -230,26 +204,57 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
           if (isMissing(error)) continue;
           throw ioError(childAbs, "cannot read", error);
         }
-        digest = hashObject("blob", bytes);
+        const digest = digestBytes(bytes, hasher);
         hashed++;
+        if (target !== undefined) {
+          pending.push({ kind: "blob", digest, bytes });
+          pendingBytes += bytes.byteLength;
+        }
+        if (row === undefined || row.digest !== digest || row.mode !== st.mode) dirty = true;
+        changedRows++;
+        next = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, mode: st.mode, digest };
       }
-      nextRows[childRel] = [st.size, st.mtimeMs, st.ctimeMs, st.ino, st.mode, digest];
-      entries.push({ name, mode, digest });
+      nextRows.set(childRel, next);
+      entries.push({ name, mode, digest: next.digest });
       files++;
     }
     if (pendingBytes >= FLUSH_BYTES) await flush();
     // Sync syscalls are much faster than their promise forms for many small files; yield now and
     // then so a host process stays responsive during a large snapshot.
     if (++visited % 64 === 0) await yieldToLoop();
-    return entries;
+
+    if (entries.length === 0 && rel !== "") return null;
+    const before = prevDirs.get(rel);
+    let tree: Digest;
+    if (!dirty && before !== undefined && before.count === entries.length) {
+      // Same names (every file hit the cache, the count matches) and no subtree changed.
+      tree = before.tree;
+    } else {
+      const encoded = encodeTree(entries, hasher);
+      tree = encoded.digest;
+      if (target !== undefined) pending.push({ kind: "tree", digest: tree, bytes: encoded.bytes });
+    }
+    nextDirs.set(rel, { tree, count: entries.length });
+    return { tree, count: entries.length, changed: tree !== before?.tree };
   };
 
-  const rootEntries = (await walk(root, "", IgnoreRules.root(options.excludes ?? []))) ?? [];
-  const rootTree = encodeTree(rootEntries, hasher);
-  if (target !== undefined) pending.push({ kind: "tree", digest: rootTree.digest, bytes: rootTree.bytes });
+  const top = await walk(root, "", IgnoreRules.root(excludes), prev !== undefined && prev.rules === rules);
+  const tree = top?.tree ?? encodeTree([], hasher).digest;
   await flush();
-  if (options.statCache !== undefined) {
-    saveCache(options.statCache, { v: 1, hasher: hasher.name, store: target?.id ?? null, entries: nextRows });
+  // Removed files count as drift too.
+  changedRows += Math.max(0, prevRows.size - (nextRows.size - changedRows));
+  const data = {
+    hasher: hasher.name,
+    store: target?.id ?? null,
+    rules,
+    ignores: nextIgnores,
+    dirs: nextDirs,
+    rows: nextRows,
+  };
+  // A path option has no memory between calls: always write. A handle may defer small drift.
+  if (cache !== undefined) {
+    if (typeof options.statCache === "string") cache.write(data);
+    else cache.save(data, changedRows);
   }
-  return { tree: rootTree.digest, files, hashed, stored };
+  return { tree, files, hashed, stored };
 }

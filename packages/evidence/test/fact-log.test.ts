@@ -104,6 +104,7 @@ describe.each(BACKENDS)("FactLog (%s)", (_name, make) => {
       ],
       ["an empty state key", { kind: "note", record: {}, state: [""] }, "ASP_EVIDENCE_BAD_OBJECT"],
       ["a duplicate state key", { kind: "note", record: {}, state: ["a", "a"] }, "ASP_EVIDENCE_BAD_OBJECT"],
+      ["a state key with a lone surrogate", { kind: "note", record: {}, state: ["\ud800"] }, "ASP_EVIDENCE_BAD_OBJECT"],
     ])("rejects %s and writes nothing of the batch", async (_why, bad, code) => {
       const { log } = await fresh();
       await log.append([{ kind: "note", record: { first: true } }]);

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   blobDigest,
   createMemoryStore,
+  createStatCache,
   listTree,
   type Store,
   snapshotGitRevision,
@@ -201,6 +202,40 @@ describe("snapshotWorktree", () => {
       const other = await snapshotWorktree(dir, { store: two, statCache: cache });
       expect(other.hashed).toBe(2);
       expect(await listTree(two.objects, other.tree)).toHaveLength(2);
+    });
+
+    it("keeps a handle's state in memory, and another reader of the file still gets the right id", async () => {
+      const dir = tempDir();
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 200; i++) files[`d${i % 5}/f${i}.txt`] = `content ${i}`;
+      write(dir, files);
+      const old = new Date(Date.now() - 60_000);
+      for (const p of Object.keys(files)) utimesSync(join(dir, p), old, old);
+      const path = join(tempDir(), "cache");
+      const handle = createStatCache(path);
+      await snapshotWorktree(dir, { statCache: handle });
+      writeFileSync(join(dir, "d0/f0.txt"), "edited");
+      const edited = await snapshotWorktree(dir, { statCache: handle });
+      expect(edited.hashed).toBe(1);
+      // A small drift stays in memory; a fresh reader of the older file re-hashes just that file.
+      const other = await snapshotWorktree(dir, { statCache: createStatCache(path) });
+      expect(other.tree).toBe(edited.tree);
+      expect(other.hashed).toBeLessThanOrEqual(1);
+      expect(other.tree).toBe((await snapshotWorktree(dir)).tree);
+    });
+
+    it("re-applies changed .gitignore rules to cached files", async () => {
+      const dir = tempDir();
+      write(dir, { "a.txt": "a", "b.md": "b", "sub/c.txt": "c" });
+      const cache = createStatCache(join(tempDir(), "cache"));
+      await snapshotWorktree(dir, { statCache: cache });
+      writeFileSync(join(dir, "sub", ".gitignore"), "*.txt\n");
+      const snap = await snapshotWorktree(dir, { statCache: cache });
+      expect(snap.tree).toBe((await snapshotWorktree(dir)).tree);
+      expect(snap.files).toBe(3); // a.txt, b.md, sub/.gitignore
+      const changed = await snapshotWorktree(dir, { statCache: cache, excludes: ["*.md"] });
+      expect(changed.tree).toBe((await snapshotWorktree(dir, { excludes: ["*.md"] })).tree);
+      expect(changed.files).toBe(2);
     });
 
     it("ignores a damaged cache file and rewrites it", async () => {
