@@ -1,0 +1,12 @@
+/**
+ * `@asp/plugin-pack`: turn a provider plugin package into a self-contained, signed plugin
+ * folder (`dist/plugin/`), and pin it in a trusted policy.
+ *
+ * @packageDocumentation
+ */
+export type { PackErrorCode } from "./errors.js";
+export { PackError } from "./errors.js";
+export type { PackConfig, PackResult } from "./pack.js";
+export { PACKED_DIR, packPlugin } from "./pack.js";
+export type { PinResult } from "./pin.js";
+export { pinPlugins, pinPolicy } from "./pin.js";

@@ -1,0 +1,159 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Policy, validate } from "@asp/contracts";
+import { readTrustRoots, verifyPlugin, writeKeyPair } from "@asp/plugin-host";
+import { describe, expect, it } from "vitest";
+import { PACKED_DIR, packPlugin, pinPlugins, pinPolicy } from "../src/index.js";
+
+function fixturePackage(): { dir: string; key: string; pub: string } {
+  const dir = mkdtempSync(join(tmpdir(), "asp-pack-"));
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({
+      name: "fake-provider",
+      type: "module",
+      aspPlugin: {
+        entry: "built/main.js",
+        assets: [{ package: "fake-assets", dir: "lib", match: "^lib\\..*\\.d\\.ts$" }],
+      },
+    }),
+  );
+  writeFileSync(
+    join(dir, "asp-plugin.json"),
+    JSON.stringify({
+      id: "fake-provider",
+      version: "1.2.3",
+      kind: "provider",
+      entry: "main.mjs",
+      capabilities: ["check"],
+      diagnosticSources: ["ts"],
+      protocolVersion: "1.0",
+      engines: { node: ">=20.19.0" },
+    }),
+  );
+  mkdirSync(join(dir, "built"));
+  // A CommonJS dependency that reads __dirname, like TypeScript locating its lib files.
+  mkdirSync(join(dir, "node_modules", "fake-dep"), { recursive: true });
+  writeFileSync(
+    join(dir, "node_modules", "fake-dep", "package.json"),
+    JSON.stringify({ name: "fake-dep", main: "index.js" }),
+  );
+  writeFileSync(
+    join(dir, "node_modules", "fake-dep", "index.js"),
+    "exports.where = () => require('node:path').basename(__dirname);\n",
+  );
+  writeFileSync(
+    join(dir, "built", "main.js"),
+    'import { where } from "fake-dep";\nprocess.stdout.write("running from " + where());\n',
+  );
+  mkdirSync(join(dir, "node_modules", "fake-assets", "lib"), { recursive: true });
+  writeFileSync(join(dir, "node_modules", "fake-assets", "package.json"), JSON.stringify({ name: "fake-assets" }));
+  writeFileSync(join(dir, "node_modules", "fake-assets", "lib", "lib.es2022.d.ts"), "declare var x: number;\n");
+  writeFileSync(join(dir, "node_modules", "fake-assets", "lib", "other.txt"), "not copied\n");
+  const key = join(mkdtempSync(join(tmpdir(), "asp-pack-key-")), "k");
+  writeKeyPair(key);
+  return { dir, key, pub: `${key}.pub` };
+}
+
+describe("packPlugin", () => {
+  it("bundles the entry and its dependencies into one self-contained, signed folder", async () => {
+    const { dir, key, pub } = fixturePackage();
+    const packed = await packPlugin(dir, key);
+    expect(packed.dir).toBe(join(dir, PACKED_DIR));
+    expect(readdirSync(packed.dir).sort()).toEqual([
+      "asp-plugin.json",
+      "asp-plugin.sig",
+      "lib.es2022.d.ts",
+      "main.mjs",
+    ]);
+    // Runs with no node_modules around it: everything it needs is inside the signed folder.
+    const run = spawnSync(process.execPath, [join(packed.dir, "main.mjs")], { encoding: "utf8", cwd: tmpdir() });
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe(`running from ${PACKED_DIR.split("/").at(-1)}`);
+    const verified = verifyPlugin(packed.dir, { trustRoots: readTrustRoots([pub]) });
+    expect(verified.evidence.digest).toBe(packed.digest);
+  });
+
+  it("is deterministic: packing twice gives the same digest", async () => {
+    const { dir, key } = fixturePackage();
+    const first = await packPlugin(dir, key);
+    const second = await packPlugin(dir, key);
+    expect(second.digest).toBe(first.digest);
+  });
+
+  it("refuses a package without a valid manifest, or without its built entry", async () => {
+    const { dir, key } = fixturePackage();
+    writeFileSync(join(dir, "asp-plugin.json"), JSON.stringify({ id: "x" }));
+    await expect(packPlugin(dir, key)).rejects.toThrowWithCode("ASP_PACK_BAD_PACKAGE");
+    const other = fixturePackage();
+    writeFileSync(join(other.dir, "package.json"), JSON.stringify({ aspPlugin: { entry: "missing.js" } }));
+    await expect(packPlugin(other.dir, other.key)).rejects.toThrowWithCode("ASP_PACK_BAD_PACKAGE");
+  });
+});
+
+const BASE: Policy = {
+  apiVersion: "asp.policy/v1",
+  requirements: [
+    { id: "types", capability: "check", sources: ["ts"], callSites: ["interactive", "gate"] },
+    { id: "secrets", capability: "check", sources: ["secrets"], callSites: ["gate"] },
+  ],
+  providers: [],
+  grants: [],
+};
+
+describe("pinPolicy", () => {
+  it("pins the plugin, the provider, and grants only the requirements whose capability and sources it declares", async () => {
+    const { dir, key } = fixturePackage();
+    const packed = await packPlugin(dir, key);
+    const policy = pinPolicy(BASE, [packed]);
+    expect(policy.plugins).toEqual([{ id: "fake-provider", digest: packed.digest, capabilities: ["check"] }]);
+    expect(policy.providers).toEqual([{ id: "fake-provider", version: "1.2.3", digest: packed.digest }]);
+    expect(policy.grants).toEqual([
+      {
+        provider: "fake-provider",
+        version: "1.2.3",
+        digest: packed.digest,
+        requirement: "types",
+        callSites: ["interactive", "gate"],
+      },
+    ]);
+    expect(validate("policy", policy).ok).toBe(true);
+    // Idempotent: pinning again changes nothing.
+    expect(pinPolicy(policy, [packed])).toEqual(policy);
+  });
+
+  it("pinPlugins --check reports a stale policy without writing it", async () => {
+    const { dir, key } = fixturePackage();
+    const packed = await packPlugin(dir, key);
+    const file = join(mkdtempSync(join(tmpdir(), "asp-pin-")), "asp.policy.json");
+    writeFileSync(file, `${JSON.stringify(BASE, null, 2)}\n`);
+    expect(pinPlugins(file, [packed], { check: true }).changed).toBe(true);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual(BASE);
+    expect(pinPlugins(file, [packed]).changed).toBe(true);
+    expect(pinPlugins(file, [packed], { check: true }).changed).toBe(false);
+  });
+
+  it("refuses a file that is not a valid policy", async () => {
+    const { dir, key } = fixturePackage();
+    const packed = await packPlugin(dir, key);
+    const file = join(mkdtempSync(join(tmpdir(), "asp-pin-")), "bad.json");
+    writeFileSync(file, JSON.stringify({ apiVersion: "nope" }));
+    expect(() => pinPlugins(file, [packed])).toThrowWithCode("ASP_PACK_BAD_POLICY");
+  });
+});
+
+describe("the CLI", () => {
+  const bin = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+  it("exits 64 without a key and prints the packed digest as JSON", () => {
+    const { dir, key } = fixturePackage();
+    expect(spawnSync(process.execPath, [bin, dir], { encoding: "utf8", env: { PATH: process.env.PATH } }).status).toBe(
+      64,
+    );
+    const ok = spawnSync(process.execPath, [bin, dir, "--key", key, "--json"], { encoding: "utf8" });
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout).plugins[0]).toMatchObject({ id: "fake-provider", version: "1.2.3" });
+  });
+});
