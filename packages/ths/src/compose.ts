@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
+import { loadPlugins, readTrustRoots } from "@asp/plugin-host";
 import { isActivePolicy, parsePolicy } from "@asp/policy";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
@@ -174,19 +175,33 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   return composed;
 }
 
-/** Providers loaded from signed plugins (filled in when `@asp/plugin-host` exports `loadPlugins`). */
+/**
+ * Providers from signed plugin folders, loaded and verified by `@asp/plugin-host` (signature
+ * against the trust roots, digest, policy plugin grant). A refused plugin never runs: it is
+ * reported as an unavailable provider, so a required one surfaces as degraded coverage.
+ */
 async function loadPluginProviders(
   dirs: readonly string[],
-  _trustRoots: readonly string[],
-  _policy: HostPolicy,
-  _clock: Clock | undefined,
+  trustRootFiles: readonly string[],
+  policy: HostPolicy,
+  clock: Clock | undefined,
 ): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[] }> {
+  const result = await loadPlugins({
+    dirs,
+    trustRoots: readTrustRoots(trustRootFiles),
+    policy: policy.document as Policy,
+    ...(clock === undefined ? {} : { now: () => clock.now() }),
+  });
   return {
-    providers: [],
-    refused: dirs.map((dir) => ({
-      id: `plugins:${dir}`,
+    providers: result.providers.map((p) => ({
+      manifest: p.manifest,
+      origin: "plugin" as const,
+      integrityVerified: p.evidence.integrity === "verified",
+    })),
+    refused: result.refused.map((r) => ({
+      id: r.id ?? `plugin:${r.dir}`,
       reason: "unavailable" as const,
-      detail: "plugin loading is not available in this build (no @asp/plugin-host loadPlugins)",
+      detail: `plugin ${r.dir} refused: ${r.code}: ${r.message}`.slice(0, 1900),
     })),
   };
 }
