@@ -1,0 +1,32 @@
+/**
+ * `@asp/provider-typescript`: a check provider that type-checks the after-state of a changeset
+ * with the TypeScript compiler API over a virtual file system fed only by the host's
+ * `host/readTree` / `host/readBlob` callbacks, and keeps its program warm between checks.
+ *
+ * @packageDocumentation
+ */
+
+export type {
+  CheckChange,
+  CheckRequest,
+  CheckResult,
+  CheckScope,
+  CheckStats,
+  TypeScriptChecker,
+  TypeScriptCheckerOptions,
+} from "./checker.js";
+export { createTypeScriptChecker, locateLibDir, toAspDiagnostics } from "./checker.js";
+export type { ContentSource, TreeListing } from "./content.js";
+export { TextCache, TreeLister } from "./content.js";
+export type { TypeScriptProviderErrorCode } from "./errors.js";
+export { TypeScriptProviderError } from "./errors.js";
+export type { FingerprintInput } from "./fingerprint.js";
+export { fingerprintDiagnostic, normalizeText } from "./fingerprint.js";
+export { codeHref, helpFor } from "./help.js";
+export {
+  assessWith,
+  createTypeScriptProvider,
+  PROVIDER_ID,
+  PROVIDER_VERSION,
+  parseProviderArgs,
+} from "./provider.js";
