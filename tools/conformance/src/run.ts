@@ -28,8 +28,10 @@ export interface ConformanceOptions {
   readonly cwd?: string;
   /** Environment of the provider; default: only PATH. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Bound of each step (initialize, assess, shutdown), default 5000 ms. */
+  /** Bound of each step after start-up (assess, unknown method, shutdown), default 5000 ms. */
   readonly timeoutMs?: number;
+  /** Bound of launch + `initialize` (a cold Node start on a busy machine is slow), default 15000 ms. */
+  readonly startupTimeoutMs?: number;
   /** How soon after `$/cancelRequest` an answer must arrive, default 1000 ms. */
   readonly cancelBoundMs?: number;
   /** Largest acceptable response, default 1 MiB. */
@@ -117,10 +119,17 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     );
   }
   const timeoutMs = options.timeoutMs ?? 5000;
+  const startupTimeoutMs = options.startupTimeoutMs ?? Math.max(timeoutMs, 15_000);
   const cancelBoundMs = options.cancelBoundMs ?? 1000;
   const maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
   const maxCallbacks = options.maxCallbacksPerRequest ?? 256;
-  for (const [name, v] of Object.entries({ timeoutMs, cancelBoundMs, maxResponseBytes, maxCallbacks })) {
+  for (const [name, v] of Object.entries({
+    timeoutMs,
+    startupTimeoutMs,
+    cancelBoundMs,
+    maxResponseBytes,
+    maxCallbacks,
+  })) {
     if (!Number.isInteger(v) || v < 1) {
       throw new ConformanceError("ASP_CONFORMANCE_BAD_OPTIONS", `${name} must be a positive integer`, {
         data: { option: name },
@@ -183,7 +192,10 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     new StreamMessageReader(child.stdout),
     new StreamMessageWriter(child.stdin),
   );
-  connection.onError(([error]) => transportErrors.push(error.message));
+  connection.onError(([error]) => {
+    transportErrors.push(error.message);
+    breakSession(new Error(`transport error: ${error.message}`));
+  });
 
   const tracks = new Map<string, RequestTrack>();
   const foreign: string[] = [];
@@ -249,7 +261,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           host: { name: "asp-conformance", version: "1.0.0" },
           processId: process.pid,
         }),
-        timeoutMs,
+        startupTimeoutMs,
         "initialize",
         broken,
       );
@@ -329,6 +341,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     }
     if (assessFailed !== null) {
       set("assess-shape", false, assessFailed);
+      // Callback faults are observed whether or not an answer came.
+      if (t1.callbacks > maxCallbacks)
+        set("callback-budget", false, `${t1.callbacks} callbacks (bound ${maxCallbacks})`);
+      if (t1.outside.length > 0) {
+        set("reads-in-baseline", false, `read outside the baseline: ${t1.outside.slice(0, 3).join(", ")}`);
+      }
     } else {
       set("assess-deadline", true, "answered in time");
       checkAssessment(answer, provider, declared, fixture, t1, foreign, { maxResponseBytes, maxCallbacks }, set);

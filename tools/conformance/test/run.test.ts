@@ -9,7 +9,7 @@ const EXAMPLE = fileURLToPath(new URL("../../../plugins/provider-example/plugin/
 const THS_FIXTURES = fileURLToPath(new URL("../../../packages/ths/test/fixtures/", import.meta.url));
 
 const run = (script: string, extra: { cancelBoundMs?: number } = {}): Promise<ConformanceReport> =>
-  runConformance({ command: [process.execPath, script], timeoutMs: 3000, cancelBoundMs: 800, ...extra });
+  runConformance({ command: [process.execPath, script], timeoutMs: 5000, cancelBoundMs: 2000, ...extra });
 
 const failed = (r: ConformanceReport): string[] => r.checks.filter((c) => c.status === "fail").map((c) => c.id);
 
@@ -78,7 +78,7 @@ describe("runConformance", () => {
       ["fake-crash-start.mjs", "initialize", []],
       ["fake-crash-mid.mjs", "assess-deadline", []],
       ["fake-hang.mjs", "assess-deadline", []],
-      ["fake-late.mjs", "assess-deadline", ["--delay", "3000"]],
+      ["fake-late.mjs", "assess-deadline", ["--delay", "6000"]],
       ["fake-non-json.mjs", "transport", []],
       ["fake-schema-invalid.mjs", "assess-shape", []],
       ["fake-host-owned.mjs", "host-owned-fields", []],
@@ -94,8 +94,9 @@ describe("runConformance", () => {
     ] as const)("%s fails %s", async (script, check, args) => {
       const r = await runConformance({
         command: [process.execPath, join(THS_FIXTURES, script), ...args],
-        timeoutMs: 1500,
-        cancelBoundMs: 500,
+        timeoutMs: 3000,
+        cancelBoundMs: 1000,
+        maxCallbacksPerRequest: 32,
       });
       expect(r.passed).toBe(false);
       expect(failed(r), formatReport(r)).toContain(check);
