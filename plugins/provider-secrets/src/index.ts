@@ -1,0 +1,28 @@
+/**
+ * `@asp/provider-secrets`: a check provider that detects committed secrets (private keys, cloud
+ * access keys, tokens, high-entropy assignments) with a rule set in data, allowlists and
+ * redaction — a finding carries a fingerprint and a location, never the secret.
+ *
+ * The plugin entry is `dist/main.js`; this module is the pure logic, for tests and reuse.
+ *
+ * @packageDocumentation
+ */
+
+export type { Allowlist, SecretsConfig } from "./allowlist.js";
+export { CONFIG_PATH, compileAllowlist, EMPTY_ALLOWLIST, effectiveAllowlist, parseSecretsConfig } from "./allowlist.js";
+export type { SecretsErrorCode } from "./errors.js";
+export { SecretsError } from "./errors.js";
+export type { SecretsProviderOptions } from "./provider.js";
+export { assessSecrets, createSecretsProvider, MAX_DIAGNOSTICS, PROVIDER } from "./provider.js";
+export type { AllowlistSpec, CompiledRule, EntropyGate, RuleSet, RuleSetSpec, SecretRule } from "./rules.js";
+export { DEFAULT_RULES, loadRuleSet } from "./rules.js";
+export {
+  alphabetOf,
+  findingFingerprint,
+  isBinary,
+  passesEntropy,
+  SOURCE,
+  scanText,
+  secretFingerprint,
+  shannonEntropy,
+} from "./scan.js";

@@ -1,0 +1,112 @@
+import { type Diagnostic, isAspError } from "@asp/contracts";
+import { type AssessContext, type AssessOutcome, defineProvider, type ProviderDefinition } from "@asp/sdk";
+import { CONFIG_PATH, effectiveAllowlist, parseSecretsConfig, type SecretsConfig } from "./allowlist.js";
+import { DEFAULT_RULES, type RuleSet } from "./rules.js";
+import { isBinary, SOURCE, scanText } from "./scan.js";
+
+/** The provider's identity; equal to `asp-plugin.json`. */
+export const PROVIDER = Object.freeze({ id: "asp.provider-secrets", version: "0.1.0" });
+
+/** More findings than this in one answer are cut off and the answer is `incomplete`. */
+export const MAX_DIAGNOSTICS = 500;
+
+/** Options of {@link createSecretsProvider}. */
+export interface SecretsProviderOptions {
+  /** Default: {@link DEFAULT_RULES}. */
+  readonly rules?: RuleSet;
+}
+
+interface Target {
+  readonly path: string;
+  readonly digest: string;
+}
+
+/** Read `asp.secrets.json` from the root of `tree`, or undefined when there is none. */
+async function readConfig(ctx: AssessContext, tree: string): Promise<SecretsConfig | undefined> {
+  const entry = (await ctx.readTree(tree)).find((e) => e.name === CONFIG_PATH);
+  if (entry === undefined || (entry.mode !== "100644" && entry.mode !== "100755")) return undefined;
+  return parseSecretsConfig(await ctx.readText(entry.digest));
+}
+
+/**
+ * Answer one `check/assess`: scan the after-state of every changed path (every file of the
+ * after tree for a sweep or a whole-tree assessment), through host callbacks only.
+ *
+ * The allowlist configuration is read from the change's **base** tree (the baseline for a
+ * whole-tree assessment): a change cannot allowlist the secret it introduces.
+ */
+export async function assessSecrets(ctx: AssessContext, rules: RuleSet = DEFAULT_RULES): Promise<AssessOutcome> {
+  let config: SecretsConfig | undefined;
+  try {
+    config = await readConfig(ctx, ctx.changeset?.base ?? ctx.baseline);
+  } catch (error) {
+    if (isAspError(error) && error.code === "ASP_SECRETS_INVALID_CONFIG") {
+      return { status: "error", error: { code: error.code, message: error.message }, coverage: { sources: [SOURCE] } };
+    }
+    throw error;
+  }
+  const allowlist = effectiveAllowlist(rules, config);
+
+  let targets: Target[];
+  if (ctx.changeset === null || ctx.callSite === "sweep") {
+    const files = await ctx.listFiles(ctx.changeset?.after ?? ctx.baseline);
+    targets = files.filter((f) => f.mode !== "120000").map((f) => ({ path: f.path, digest: f.digest }));
+  } else {
+    targets = ctx.changes.flatMap((c) => (c.after === null ? [] : [{ path: c.path, digest: c.after }]));
+  }
+
+  const diagnostics: Diagnostic[] = [];
+  const missing: string[] = [];
+  let scanned = 0;
+  let truncated = false;
+  for (const [i, t] of targets.entries()) {
+    if (ctx.signal.aborted) {
+      missing.push(...targets.slice(i).map((x) => x.path));
+      break;
+    }
+    if (allowlist.skipsPath(t.path)) continue;
+    let bytes: Uint8Array;
+    try {
+      bytes = await ctx.readBlob(t.digest);
+    } catch (error) {
+      if (ctx.signal.aborted) {
+        missing.push(...targets.slice(i).map((x) => x.path));
+        break;
+      }
+      if (isAspError(error) && error.code === "ASP_SDK_CALLBACK_FAILED") {
+        missing.push(t.path);
+        continue;
+      }
+      throw error;
+    }
+    scanned++;
+    if (isBinary(bytes)) continue;
+    const found = scanText(new TextDecoder().decode(bytes), t.path, rules, allowlist);
+    for (const d of found) {
+      if (diagnostics.length >= MAX_DIAGNOSTICS) {
+        truncated = true;
+        break;
+      }
+      diagnostics.push(d);
+    }
+  }
+  const coverage =
+    missing.length === 0 ? { sources: [SOURCE], paths: scanned } : { sources: [SOURCE], paths: scanned, missing };
+  return { status: missing.length > 0 || truncated ? "incomplete" : "complete", diagnostics, coverage };
+}
+
+/**
+ * The secrets check provider, inert until `.listen()` (the plugin entry calls it on stdio).
+ *
+ * @example
+ * ```ts
+ * createSecretsProvider().listen();
+ * ```
+ */
+export function createSecretsProvider(options: SecretsProviderOptions = {}): ProviderDefinition {
+  const rules = options.rules ?? DEFAULT_RULES;
+  return defineProvider({
+    initialize: { provider: PROVIDER, diagnosticSources: [SOURCE], capabilities: ["check"] },
+    assess: (ctx) => assessSecrets(ctx, rules),
+  });
+}

@@ -1,0 +1,199 @@
+import { SEVERITIES, type Severity } from "@asp/contracts";
+import { SecretsError } from "./errors.js";
+import defaultRuleSet from "./rules/default.json" with { type: "json" };
+
+/** Entropy gate of a rule: the captured value must be long and random enough to count. */
+export interface EntropyGate {
+  /** Shortest value that may count (characters). */
+  readonly minLength: number;
+  /** Minimum Shannon entropy (bits per character) for a value made only of hex digits. */
+  readonly hex: number;
+  /** Minimum Shannon entropy for any other value of the base64 / base64url alphabet. */
+  readonly base64: number;
+  /** Values without a digit never count (keeps words and identifiers out). */
+  readonly requireDigit?: boolean;
+}
+
+/** One detection rule, as written in a rule-set file. */
+export interface SecretRule {
+  /** `[a-z0-9-]`, unique in the set; the diagnostic code is `secrets/<id>`. */
+  readonly id: string;
+  readonly description: string;
+  /** A JavaScript regular expression; the named group `secret` (or the whole match) is the secret. */
+  readonly pattern: string;
+  /** Extra flags among `i`, `m`, `s`, `u` (`g` and `d` are always added). */
+  readonly flags?: string;
+  readonly severity: Severity;
+  /** Lower-case substrings; the rule runs on a file only when one of them occurs in it. */
+  readonly keywords?: readonly string[];
+  readonly entropy?: EntropyGate;
+  /** The next step shown with a finding (rotate, remove from history, use a secret store). */
+  readonly help?: string;
+  /** A page that explains the credential and how to revoke it. */
+  readonly href?: string;
+}
+
+/** What an allowlist may name: paths (globs), fingerprints, and published example values. */
+export interface AllowlistSpec {
+  /** Globs (picomatch, dot files included) of paths that are never scanned. */
+  readonly paths?: readonly string[];
+  /** 64-hex fingerprints (either the finding's `fingerprint` or its `data.secretFingerprint`). */
+  readonly fingerprints?: readonly string[];
+  /**
+   * Exact values that are never secrets because they are published as examples (AWS's
+   * `AKIAIOSFODNN7EXAMPLE`). Only the shipped rule set may carry them: a repository's config
+   * lists fingerprints instead, so a real secret is never written into config in clear.
+   */
+  readonly values?: readonly string[];
+}
+
+/** A rule-set file: version 1, rules, and a built-in allowlist. */
+export interface RuleSetSpec {
+  readonly version: 1;
+  readonly description?: string;
+  readonly rules: readonly SecretRule[];
+  readonly allowlist?: AllowlistSpec;
+}
+
+/** A validated rule with its compiled expression. */
+export interface CompiledRule extends SecretRule {
+  /** Global, with indices (`gd`), ready for `matchAll`. */
+  readonly regex: RegExp;
+}
+
+/** A validated rule set. */
+export interface RuleSet {
+  readonly $$type: "@asp/SecretsRuleSet";
+  readonly version: 1;
+  readonly rules: readonly CompiledRule[];
+  readonly allowlist: Required<AllowlistSpec>;
+}
+
+const RULE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const FINGERPRINT = /^[0-9a-f]{64}$/;
+const RULE_KEYS = new Set(["id", "description", "pattern", "flags", "severity", "keywords", "entropy", "help", "href"]);
+const ENTROPY_KEYS = new Set(["minLength", "hex", "base64", "requireDigit"]);
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function fail(message: string, data: Record<string, unknown> = {}): never {
+  throw new SecretsError("ASP_SECRETS_INVALID_RULES", message, { data });
+}
+
+function stringList(value: unknown, where: string, check?: (s: string) => boolean): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) fail(`${where} must be an array of strings`, { where });
+  return value.map((s, i) => {
+    if (typeof s !== "string" || s === "" || (check !== undefined && !check(s))) {
+      fail(`${where}[${i}] is not a valid entry`, { where, index: i });
+    }
+    return s;
+  });
+}
+
+function compileRule(raw: unknown, index: number): CompiledRule {
+  const where = `rules[${index}]`;
+  if (!isObject(raw)) fail(`${where} must be an object`, { where });
+  for (const key of Object.keys(raw))
+    if (!RULE_KEYS.has(key)) fail(`${where} has unknown key "${key}"`, { where, key });
+  const { id, description, pattern, flags, severity, keywords, entropy, help, href } = raw;
+  if (typeof id !== "string" || !RULE_ID.test(id)) fail(`${where}.id must match ${RULE_ID}`, { where });
+  if (typeof description !== "string" || description === "") fail(`rule ${id}: description is required`, { rule: id });
+  if (typeof pattern !== "string" || pattern === "") fail(`rule ${id}: pattern is required`, { rule: id });
+  if (flags !== undefined && (typeof flags !== "string" || !/^[imsu]*$/.test(flags))) {
+    fail(`rule ${id}: flags may only contain i, m, s, u`, { rule: id });
+  }
+  if (typeof severity !== "string" || !(SEVERITIES as readonly string[]).includes(severity)) {
+    fail(`rule ${id}: severity must be one of ${SEVERITIES.join(", ")}`, { rule: id });
+  }
+  let regex: RegExp;
+  try {
+    regex = new RegExp(pattern, `gd${flags ?? ""}`);
+  } catch (error) {
+    fail(`rule ${id}: pattern does not compile: ${(error as Error).message}`, { rule: id });
+  }
+  // A pattern that matches the empty string would loop forever over every position.
+  if (new RegExp(`^(?:${pattern})$`, flags ?? "").test("")) fail(`rule ${id}: pattern matches the empty string`);
+  const rule: { -readonly [K in keyof CompiledRule]: CompiledRule[K] } = {
+    id,
+    description,
+    pattern,
+    severity: severity as Severity,
+    regex,
+  };
+  if (flags !== undefined) rule.flags = flags;
+  if (keywords !== undefined)
+    rule.keywords = stringList(keywords, `rule ${id}: keywords`, (s) => s === s.toLowerCase());
+  if (entropy !== undefined) {
+    if (!isObject(entropy)) fail(`rule ${id}: entropy must be an object`, { rule: id });
+    for (const key of Object.keys(entropy))
+      if (!ENTROPY_KEYS.has(key)) fail(`rule ${id}: entropy has unknown key "${key}"`, { rule: id, key });
+    const { minLength, hex, base64, requireDigit } = entropy;
+    if (typeof minLength !== "number" || !Number.isInteger(minLength) || minLength < 1)
+      fail(`rule ${id}: entropy.minLength must be a positive integer`, { rule: id });
+    for (const [name, v] of [
+      ["hex", hex],
+      ["base64", base64],
+    ] as const) {
+      if (typeof v !== "number" || !(v >= 0 && v <= 8)) fail(`rule ${id}: entropy.${name} must be 0..8 bits`);
+    }
+    if (requireDigit !== undefined && typeof requireDigit !== "boolean")
+      fail(`rule ${id}: entropy.requireDigit must be a boolean`, { rule: id });
+    rule.entropy = {
+      minLength,
+      hex: hex as number,
+      base64: base64 as number,
+      ...(requireDigit === undefined ? {} : { requireDigit }),
+    };
+  }
+  if (help !== undefined) {
+    if (typeof help !== "string" || help === "") fail(`rule ${id}: help must be a non-empty string`, { rule: id });
+    rule.help = help;
+  }
+  if (href !== undefined) {
+    if (typeof href !== "string" || !/^https:\/\/\S+$/.test(href)) fail(`rule ${id}: href must be an https URL`);
+    rule.href = href;
+  }
+  return Object.freeze(rule);
+}
+
+/**
+ * Validate a rule-set document and compile its patterns.
+ *
+ * @throws SecretsError `ASP_SECRETS_INVALID_RULES` naming the first problem (never a secret).
+ * @example
+ * ```ts
+ * const rules = loadRuleSet(JSON.parse(readFileSync("my-rules.json", "utf8")));
+ * scanText(text, "src/app.ts", rules);
+ * ```
+ */
+export function loadRuleSet(value: unknown): RuleSet {
+  if (!isObject(value)) fail("a rule set must be an object");
+  for (const key of Object.keys(value))
+    if (!["version", "description", "rules", "allowlist"].includes(key)) fail(`unknown key "${key}"`, { key });
+  if (value.version !== 1) fail("version must be 1");
+  if (!Array.isArray(value.rules) || value.rules.length === 0) fail("rules must be a non-empty array");
+  const rules = value.rules.map(compileRule);
+  const seen = new Set<string>();
+  for (const r of rules) {
+    if (seen.has(r.id)) fail(`duplicate rule id ${r.id}`, { rule: r.id });
+    seen.add(r.id);
+  }
+  const allow = value.allowlist ?? {};
+  if (!isObject(allow)) fail("allowlist must be an object");
+  for (const key of Object.keys(allow))
+    if (!["paths", "fingerprints", "values"].includes(key)) fail(`allowlist has unknown key "${key}"`, { key });
+  return Object.freeze({
+    $$type: "@asp/SecretsRuleSet",
+    version: 1,
+    rules: Object.freeze(rules),
+    allowlist: Object.freeze({
+      paths: stringList(allow.paths, "allowlist.paths"),
+      fingerprints: stringList(allow.fingerprints, "allowlist.fingerprints", (s) => FINGERPRINT.test(s)),
+      values: stringList(allow.values, "allowlist.values"),
+    }),
+  });
+}
+
+/** The rule set shipped with the plugin (`src/rules/default.json`), validated at load. */
+export const DEFAULT_RULES: RuleSet = loadRuleSet(defaultRuleSet);

@@ -1,0 +1,157 @@
+// The built provider as a real subprocess over the real protocol (LSP-framed JSON-RPC on stdio),
+// with a test host serving host/readBlob / host/readTree from memory.
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Assessment, validateAssessment } from "@asp/contracts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretFingerprint } from "../src/index.js";
+import { ALNUM, fake, UPPER_DIGITS } from "./fakes.js";
+import { builtEntry, type Files, fixture, ProviderProcess, type StoredObject } from "./harness.js";
+
+const PKG = join(dirname(fileURLToPath(import.meta.url)), "..");
+// One provider process serves every request of this file (as a host would); each request gets
+// its own requestId and the objects of its fixture.
+const objects = new Map<string, StoredObject>();
+let provider: ProviderProcess;
+let requests = 0;
+
+beforeAll(async () => {
+  const entry = await builtEntry(PKG);
+  provider = new ProviderProcess([process.execPath, entry], objects);
+  await provider.initialize();
+}, 120_000);
+
+afterAll(() => provider.kill());
+
+async function assess(
+  baseFiles: Files,
+  afterFiles: Files,
+  options: { callSite?: "gate" | "sweep"; whole?: boolean } = {},
+): Promise<{ assessment: Assessment; requestId: string; fx: ReturnType<typeof fixture> }> {
+  const fx = fixture(baseFiles, afterFiles);
+  for (const [k, v] of fx.objects) objects.set(k, v);
+  const requestId = `req-${++requests}`;
+  const assessment = await provider.request<Assessment>("check/assess", {
+    requestId,
+    callSite: options.callSite ?? "gate",
+    baseline: options.whole === true ? fx.after : fx.base,
+    changeset: options.whole === true ? null : fx.changeset,
+    requirements: ["no-secrets"],
+    deadlineMs: 10_000,
+  });
+  return { assessment, requestId, fx };
+}
+
+const BASE: Files = { "README.md": "# app\n", "src/app.ts": "export const app = 1;\n" };
+
+describe("provider-secrets over the protocol", () => {
+  it("answers initialize with its identity, the secrets source and the check capability; exits 0 after shutdown", async () => {
+    const own = new ProviderProcess([process.execPath, await builtEntry(PKG)], new Map());
+    const init = await own.initialize();
+    expect(init).toMatchObject({
+      provider: { id: "asp.provider-secrets", version: "0.1.0" },
+      diagnosticSources: ["secrets"],
+      capabilities: ["check"],
+    });
+    expect(await own.shutdown()).toBe(0);
+  });
+
+  describe("when a change plants a fake AWS key and a GitHub token", () => {
+    const aws = `AKIA${fake(UPPER_DIGITS, 16, 101)}`;
+    const ghp = `ghp_${fake(ALNUM, 36, 102)}`;
+    const after: Files = {
+      ...BASE,
+      "src/app.ts": `export const app = 1;\nconst AWS_ACCESS_KEY_ID = "${aws}";\n`,
+      "deploy/ci.env": `GITHUB_TOKEN=${ghp}\n`,
+    };
+
+    it("reports both as gating-severity findings with a next step, bound to the request", async () => {
+      const { assessment, requestId, fx } = await assess(BASE, after);
+      const checked = validateAssessment(assessment);
+      expect(checked.ok ? [] : checked.errors).toEqual([]);
+      expect(assessment.status).toBe("complete");
+      expect(assessment.diagnostics.map((d) => [d.code, d.range?.path, d.severity])).toEqual([
+        ["secrets/github-token", "deploy/ci.env", "error"],
+        ["secrets/aws-access-key-id", "src/app.ts", "error"],
+      ]);
+      for (const d of assessment.diagnostics) expect(d.help).toMatch(/rotate|revoke|deactivate/i);
+      // host §5: validAsOf echoes the baseline, the changeset and exactly the blobs read.
+      expect(assessment.validAsOf.baseline).toBe(fx.base);
+      expect(assessment.validAsOf.changeset).toBe(fx.changeset.digest);
+      expect(assessment.validAsOf.reads).toEqual([...(provider.served.get(requestId) ?? [])].sort());
+      // Only the changed files were read (the unchanged README was not).
+      expect(assessment.validAsOf.reads).toHaveLength(2);
+    });
+
+    it("never sends either secret, anywhere in anything it writes to stdout", async () => {
+      await assess(BASE, after);
+      const wire = provider.output();
+      expect(wire).toContain("secrets/aws-access-key-id");
+      expect(wire).not.toContain(aws);
+      expect(wire).not.toContain(ghp);
+      expect(wire).not.toContain(aws.slice(4)); // not even the random part
+    });
+  });
+
+  describe("when the change is clean (the fixed change)", () => {
+    it("answers complete with no findings", async () => {
+      const { assessment } = await assess(BASE, { ...BASE, "src/app.ts": "export const app = 2;\n" });
+      expect(assessment.status).toBe("complete");
+      expect(assessment.diagnostics).toEqual([]);
+      expect(assessment.coverage).toEqual({ sources: ["secrets"], paths: 1 });
+    });
+  });
+
+  describe("binary blobs", () => {
+    it("are read but skipped, never decoded into findings", async () => {
+      const aws = `AKIA${fake(UPPER_DIGITS, 16, 103)}`;
+      const bytes = new Uint8Array([0x00, 0x01, ...new TextEncoder().encode(` ${aws} `), 0xff]);
+      const { assessment } = await assess(BASE, { ...BASE, "assets/logo.png": bytes });
+      expect(assessment.status).toBe("complete");
+      expect(assessment.diagnostics).toEqual([]);
+    });
+  });
+
+  describe("asp.secrets.json", () => {
+    const aws = `AKIA${fake(UPPER_DIGITS, 16, 104)}`;
+    const config = JSON.stringify({
+      allowlist: { paths: ["test/fixtures/**"], fingerprints: [secretFingerprint("aws-access-key-id", aws)] },
+    });
+    it("applies when it is in the base tree (by path and by fingerprint)", async () => {
+      const base = { ...BASE, "asp.secrets.json": config };
+      const { assessment } = await assess(base, {
+        ...base,
+        "test/fixtures/creds.txt": `ghp_${fake(ALNUM, 36, 105)}\n`,
+        "src/app.ts": `const k = "${aws}";\n`,
+      });
+      expect(assessment.status).toBe("complete");
+      expect(assessment.diagnostics).toEqual([]);
+    });
+    it("does not apply when the change itself adds it (a change cannot allowlist its own secret)", async () => {
+      const { assessment } = await assess(BASE, {
+        ...BASE,
+        "asp.secrets.json": config,
+        "src/app.ts": `const k = "${aws}";\n`,
+      });
+      expect(assessment.diagnostics.map((d) => d.code)).toEqual(["secrets/aws-access-key-id"]);
+    });
+    it("makes the answer an error when it is invalid (never a silent pass)", async () => {
+      const base = { ...BASE, "asp.secrets.json": '{"allowlist": {"values": ["x"]}}' };
+      const { assessment } = await assess(base, { ...base, "src/app.ts": "x\n" });
+      expect(assessment.status).toBe("error");
+      expect(assessment.error?.code).toBe("ASP_SECRETS_INVALID_CONFIG");
+    });
+  });
+
+  describe("a sweep", () => {
+    it("scans every file of the tree, not only the changed ones", async () => {
+      const slack = `xoxb-${fake("0123456789", 12, 106)}-${fake(ALNUM, 24, 107)}`;
+      const files = { ...BASE, "old/legacy.cfg": `slack = ${slack}\n` };
+      const { assessment } = await assess(files, files, { callSite: "sweep", whole: true });
+      expect(assessment.status).toBe("complete");
+      expect(assessment.validAsOf.changeset).toBeNull();
+      expect(assessment.diagnostics.map((d) => d.code)).toEqual(["secrets/slack-token"]);
+      expect(assessment.coverage?.paths).toBe(3);
+    });
+  });
+});
