@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Diagnostic } from "@asp/contracts";
 import ts from "typescript";
-import { type ContentSource, TextCache, type TreeListing, TreeLister, throwIfAborted } from "./content.js";
+import { type ContentSource, TextCache, TreeLister, type TreeListing, throwIfAborted } from "./content.js";
 import { TypeScriptProviderError } from "./errors.js";
 import { fingerprintDiagnostic, normalizeText } from "./fingerprint.js";
 import { codeHref, helpFor } from "./help.js";
@@ -271,7 +271,25 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     const configPath = listing.files.has(project) ? project : null;
     let parsed: ts.ParsedCommandLine;
     const configFiles = new Set<string>();
-    if (configPath === null && explicitProject) missing.set(project, "the project file is not in the tree");
+    if (configPath === null && explicitProject) {
+      // Checking something other than the named project would be a different check.
+      return {
+        status: "incomplete",
+        diagnostics: [],
+        coverage: { sources: ["ts"], paths: 0, missing: [project, ...missing.keys()] },
+        stats: {
+          files: 0,
+          checkedFiles: 0,
+          parsedFiles: 0,
+          reusedSourceFiles: 0,
+          oldProgram: lastProgram !== undefined,
+          structureReused: "none",
+          blobReads: texts.blobReads - blobReads0,
+          treeReads: lister.treeReads - treeReads0,
+          rounds: 0,
+        },
+      };
+    }
     for (let round = 0; ; round++) {
       throwIfAborted(source.signal);
       pending.clear();
@@ -524,7 +542,9 @@ function resolutionKeyOf(optionsKey: string, listing: TreeListing): string {
   // Resolution depends on which files exist and on package.json contents, not on other contents.
   const h = createHash("sha256").update(optionsKey);
   for (const [path, digest] of [...listing.files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    h.update(path).update(path.endsWith("package.json") ? digest : "").update("\n");
+    h.update(path)
+      .update(path.endsWith("package.json") ? digest : "")
+      .update("\n");
   }
   return h.digest("hex");
 }

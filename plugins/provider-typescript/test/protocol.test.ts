@@ -1,0 +1,113 @@
+import { readFileSync } from "node:fs";
+import { type Assessment, validateAssessment } from "@asp/contracts";
+import { afterEach, describe, expect, it } from "vitest";
+import { TestHost } from "./host.js";
+import { digestOf, MemoryRepo } from "./memory-repo.js";
+
+const FILES: Record<string, string> = {
+  "package.json": JSON.stringify({ name: "demo", type: "module" }),
+  "tsconfig.json": JSON.stringify({
+    compilerOptions: { target: "ES2022", lib: ["ES2022"], module: "NodeNext", strict: true, noEmit: true },
+    include: ["src"],
+  }),
+  "src/math.ts": "export function add(a: number, b: number): number {\n  return a + b;\n}\n",
+  "src/index.ts": 'import { add } from "./math.js";\n\nexport const total: number = add(1, 2);\n',
+};
+const BAD = { ...FILES, "src/index.ts": `${FILES["src/index.ts"]}export const label: number = "three";\n` };
+const FIXED = { ...FILES, "src/index.ts": `${FILES["src/index.ts"]}export const label: string = "three";\n` };
+
+const hosts: TestHost[] = [];
+afterEach(() => {
+  for (const h of hosts.splice(0)) h.kill();
+});
+
+function assessParams(
+  repo: MemoryRepo,
+  requestId: string,
+  before: Record<string, string>,
+  after: Record<string, string>,
+) {
+  const base = repo.tree(before);
+  const tree = repo.tree(after);
+  return {
+    requestId,
+    callSite: "gate",
+    baseline: base,
+    changeset: { digest: digestOf(`${base}->${tree}`), base, after: tree, changes: MemoryRepo.changes(before, after) },
+    requirements: ["typecheck"],
+    deadlineMs: 60_000,
+  };
+}
+
+describe("the provider over the protocol (a real subprocess)", () => {
+  it("initializes as asp.provider-typescript with source ts, matching its manifest", async () => {
+    const host = new TestHost(new MemoryRepo());
+    hosts.push(host);
+    const init = await host.start();
+    const manifest = JSON.parse(readFileSync(new URL("../asp-plugin.json", import.meta.url), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(init).toEqual({
+      protocolVersion: manifest.protocolVersion,
+      provider: { id: manifest.id, version: manifest.version },
+      diagnosticSources: manifest.diagnosticSources,
+      capabilities: manifest.capabilities,
+    });
+    expect(manifest.version).toBe(pkg.version);
+    expect(await host.stop()).toBe(0);
+  });
+
+  it("denies-worthy change -> ts/2322 bound to what it read; fixed change -> clean; refused blob -> incomplete", async () => {
+    const repo = new MemoryRepo();
+    const host = new TestHost(repo);
+    hosts.push(host);
+    await host.start();
+
+    const p1 = assessParams(repo, "r1", FILES, BAD);
+    const a1 = await host.request<Assessment>("check/assess", p1);
+    expect(validateAssessment(a1).ok).toBe(true);
+    expect(a1.status).toBe("complete");
+    expect(a1.diagnostics.map((d) => [d.code, d.range?.path, d.range?.start.line])).toEqual([
+      ["ts/2322", "src/index.ts", 3],
+    ]);
+    expect(a1.diagnostics[0]?.codeDescription?.href).toBe("https://typescript.tv/errors/#ts2322");
+    // host §5: validAsOf echoes the request and exactly the blobs read through host/readBlob.
+    const served = host.callbacks.filter((c) => c.requestId === "r1" && c.method === "host/readBlob");
+    expect(a1.validAsOf).toEqual({
+      baseline: p1.baseline,
+      changeset: p1.changeset.digest,
+      reads: [...new Set(served.map((c) => c.digest))].sort(),
+    });
+    expect(a1.validAsOf.reads).toContain(p1.changeset.changes[0]?.after);
+
+    // The warm process reads only the one changed blob for the fixed change.
+    const p2 = assessParams(repo, "r2", FILES, FIXED);
+    const a2 = await host.request<Assessment>("check/assess", p2);
+    expect(a2.status).toBe("complete");
+    expect(a2.diagnostics).toEqual([]);
+    expect(a2.validAsOf.reads).toEqual([p2.changeset.changes[0]?.after]);
+
+    // A blob the host refuses: an honest incomplete naming the file, never a clean complete.
+    const other = { ...FILES, "src/math.ts": `${FILES["src/math.ts"]}export const two = 2;\n` };
+    const p3 = assessParams(repo, "r3", FILES, other);
+    repo.refuse.add(p3.changeset.changes[0]?.after as string);
+    const a3 = await host.request<Assessment>("check/assess", p3);
+    expect(a3.status).toBe("incomplete");
+    expect(a3.coverage?.missing).toEqual(["src/math.ts"]);
+
+    expect(await host.stop()).toBe(0);
+  });
+
+  it("refuses a bad command line with exit 64 and nothing on stdout", async () => {
+    const host = new TestHost(new MemoryRepo(), ["--scope", "everything"]);
+    hosts.push(host);
+    let out = "";
+    host.child.stdout.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    expect(await host.exited).toBe(64);
+    expect(out).toBe("");
+  });
+});
