@@ -73,6 +73,7 @@ export type {
   ResolvedSelection,
   SelectionInputs,
   SessionState,
+  Stated,
 } from "./selection.js";
 export {
   BUILT_IN_SELECTION,

@@ -58,7 +58,7 @@ export function legacyReviewAutoKey(rootFrameId: string): string {
 }
 
 /** Stated values of one source, before normalization. */
-interface Stated {
+export interface Stated {
   readonly preset?: AutoModePreset | undefined;
   readonly result_review_mode?: ResultReviewMode | undefined;
   readonly approvals_reviewer?: ApprovalsReviewer | undefined;
