@@ -1,3 +1,4 @@
+import { arbitrate, type KeptDiagnostic, type ProviderRun, provisionalDecision } from "@asp/arbitration";
 import {
   type Assessment,
   type AssuranceMode,
@@ -6,7 +7,6 @@ import {
   type CapabilityFamily,
   type Decision,
   type DecisionEnvelope,
-  type DegradationReason,
   type Diagnostic,
   degradationReasonOf,
   FAIL_CLASSES,
@@ -15,14 +15,7 @@ import {
   type ProviderState,
 } from "@asp/contracts";
 import { type ActivePolicy, DEFAULT_FAIL_POLICY, failPolicyCell } from "@asp/policy";
-import {
-  assuranceAtLeast,
-  effectiveSeverity,
-  type RequiredRequirement,
-  requiredAssurance,
-  type VerifiedGrant,
-} from "./policy-view.js";
-import { reconcile } from "./reconcile.js";
+import { assuranceAtLeast, type RequiredRequirement, requiredAssurance, type VerifiedGrant } from "./policy-view.js";
 
 // ============================================================================ the fail table
 //
@@ -120,12 +113,6 @@ type Degraded = DecisionEnvelope["coverage"]["degraded"][number];
 type AuthorityEvidence = DecisionEnvelope["authority"][number];
 type Finding = DecisionEnvelope["findings"][number];
 
-const STATUS_FAILURE: Readonly<Record<Exclude<Assessment["status"], "complete">, FailClass>> = {
-  incomplete: "incomplete",
-  unsupported: "unsupported",
-  error: "errored",
-};
-
 const clip = (s: string, n = 2000): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The guaranteed next step of a gating finding: the provider's fix, help or link, else host-synthesized. */
@@ -142,247 +129,137 @@ export function nextStepFor(d: Diagnostic, provider: string): string {
 }
 
 /**
- * The host's decision (host §1, §2, §3), as a pure function of its input: allow only when every
- * required requirement ran on a fresh, valid, complete assessment of a granted provider, no
- * required coverage is degraded (unless the fail table lets it open, which a gate never does),
- * nothing blocks, authority evidence is present and achieved assurance satisfies the call-site.
+ * Host-level pre-checks arbitration does not make: a diagnostic outside the provider's declared
+ * sources is malformed contract data (the provider is degraded, host §4), and a provider
+ * without verified identity has no authority evidence (host §1).
+ */
+function preCheck(p: ProviderEvaluation): ProviderEvaluation["outcome"] {
+  if (p.outcome.kind === "failed") return p.outcome;
+  const declared = new Set(p.declaredSources);
+  for (const d of p.outcome.assessment.diagnostics) {
+    const namespace = d.code.slice(0, Math.max(0, d.code.indexOf("/")));
+    if (!declared.has(namespace) || d.source !== namespace) {
+      return {
+        kind: "failed",
+        failClass: "malformed",
+        detail: `diagnostic ${d.code} under undeclared source ${d.source}`,
+      };
+    }
+  }
+  if (p.grants.length > 0 && p.authority.identity !== "verified") {
+    return { kind: "failed", failClass: "missing_authority", detail: "provider identity is not verified" };
+  }
+  return p.outcome;
+}
+
+/**
+ * The host's decision (host §1, §2, §3), as a pure function of its input. Arbitration
+ * (`@asp/arbitration`: ownership, dedup, precedence by grant, ties, coverage, fail-policy cells)
+ * runs first; the host then adds what only it knows (requirement-level failures such as policy
+ * self-authorization, achieved assurance), stamps the findings and applies the §1 rule: allow
+ * only when every required requirement ran on fresh, valid, complete, granted assessments,
+ * nothing blocks, nothing ties, and no required degradation fails closed. A gate cell never opens.
  */
 export function decide(input: DecideInput): DecideResult {
   const { callSite, policy } = input;
-  const degraded: Degraded[] = [];
-  const failOpens: FailOpen[] = [];
-  const cells: FailPolicyOutcome[] = [];
   const byId = new Map(input.providers.map((p) => [p.provider.id, p]));
-
-  // Arbitration first: source ownership and dedup. An ownership violation is malformed data.
-  const fresh = input.providers.filter(
-    (p): p is ProviderEvaluation & { outcome: { kind: "ok"; assessment: Assessment } } => p.outcome.kind === "ok",
-  );
-  const arbitration = reconcile(
-    fresh.map((p) => ({
-      provider: p.provider.id,
+  const runs: ProviderRun[] = input.providers.map((p) => {
+    const outcome = preCheck(p);
+    return {
+      provider: p.provider,
       declaredSources: p.declaredSources,
-      diagnostics: p.outcome.assessment.diagnostics,
-    })),
-  );
-  const ownershipViolations = new Map<string, string>();
-  for (const d of arbitration.dropped) {
-    if (d.reason === "undeclared-source" && !ownershipViolations.has(d.provider)) {
-      ownershipViolations.set(
-        d.provider,
-        `diagnostic ${d.diagnostic.code} under undeclared source ${d.diagnostic.source}`,
-      );
-    }
-  }
+      isolation: input.assurance.mode,
+      result:
+        outcome.kind === "ok"
+          ? { status: "assessed", assessment: outcome.assessment }
+          : { status: "failed", failClass: outcome.failClass, providerState: p.state, detail: outcome.detail },
+    };
+  });
+  const arbitration = arbitrate({ policy, callSite, runs });
+  const provisional = provisionalDecision(arbitration);
 
-  /** The provider's failure, if any: transport/validation failure, status, or ownership. */
-  const failureOf = (p: ProviderEvaluation): { failClass: FailClass; detail: string } | null => {
-    if (p.outcome.kind === "failed") return { failClass: p.outcome.failClass, detail: p.outcome.detail };
-    const violation = ownershipViolations.get(p.provider.id);
-    if (violation !== undefined) return { failClass: "malformed", detail: violation };
-    const status = p.outcome.assessment.status;
-    if (status !== "complete") {
-      const err = p.outcome.assessment.error;
-      return {
-        failClass: STATUS_FAILURE[status],
-        detail: err === undefined ? `assessment status ${status}` : `assessment status ${status}: ${err.code}`,
-      };
-    }
-    return null;
-  };
-
-  const push = (entry: Omit<Degraded, "reason" | "failOpen"> & { failClass: FailClass }, required: boolean) => {
-    const reason: DegradationReason = degradationReasonOf(entry.failClass);
-    if (!required) {
-      degraded.push({ ...entry, reason, failOpen: false });
-      return;
-    }
+  const degraded: Degraded[] = arbitration.coverage.degraded.map((d) => ({ ...d }));
+  const ran = new Set(arbitration.coverage.ran);
+  const hostCells: FailPolicyOutcome[] = [];
+  const addRequired = (entry: Omit<Degraded, "reason" | "failOpen"> & { failClass: FailClass }): void => {
     const cell = failCell(policy, entry.failClass, callSite);
-    cells.push(cell);
-    const failOpen = cell === "open";
-    degraded.push({ ...entry, reason, failOpen });
-    if (failOpen) {
-      failOpens.push({
-        provider: entry.provider ?? `requirement:${entry.requirement}`,
-        failClass: entry.failClass,
-        callSite,
-        ...(entry.requirement === undefined ? {} : { requirement: entry.requirement }),
-        detail: entry.detail ?? "",
-      });
-    }
+    hostCells.push(cell);
+    degraded.push({ ...entry, reason: degradationReasonOf(entry.failClass), failOpen: cell === "open" });
+    if (entry.requirement !== undefined) ran.delete(entry.requirement);
   };
-
-  const detailOf = (s: string): { detail: string } => ({ detail: clip(s) });
-  const ran: string[] = [];
-  const requiredProviders = new Set<string>();
-
-  for (const req of input.required) {
-    const granted = input.providers.filter((p) => p.grants.some((g) => g.requirement === req.id));
-    let satisfied = granted.length > 0;
-    if (granted.length === 0) {
-      const candidates = input.providers.filter(
-        (p) => p.capability === req.capability && req.sources.some((s) => p.declaredSources.includes(s)),
-      );
-      if (candidates.length > 0) {
-        for (const p of candidates) {
-          push(
-            {
-              provider: p.provider.id,
-              requirement: req.id,
-              failClass: "missing_authority",
-              capability: req.capability,
-              providerState: p.state,
-              ...detailOf(
-                `no trusted-policy grant pins ${p.provider.id}@${p.provider.version} for ${req.id} at ${callSite}`,
-              ),
-            },
-            true,
-          );
-        }
-      } else {
-        push(
-          {
-            requirement: req.id,
-            failClass: "missing",
-            capability: req.capability,
-            ...detailOf(`no granted provider for requirement ${req.id} (sources ${req.sources.join(", ")})`),
-          },
-          true,
-        );
-      }
-      continue;
-    }
-    for (const p of granted) {
-      requiredProviders.add(p.provider.id);
-      const base = { provider: p.provider.id, requirement: req.id, capability: req.capability, providerState: p.state };
-      const failure = failureOf(p);
-      if (failure !== null) {
-        satisfied = false;
-        push({ ...base, failClass: failure.failClass, ...detailOf(failure.detail) }, true);
-        continue;
-      }
-      if (p.authority.identity !== "verified" || p.authority.authorityGrant !== "verified") {
-        satisfied = false;
-        push({ ...base, failClass: "missing_authority", ...detailOf("authority evidence is incomplete") }, true);
-        continue;
-      }
-      const a = (p.outcome as { assessment: Assessment }).assessment;
-      const covered = new Set(a.coverage?.sources ?? p.declaredSources);
-      const uncovered = req.sources.filter((s) => !p.declaredSources.includes(s) || !covered.has(s));
-      if (uncovered.length > 0) {
-        satisfied = false;
-        const failClass: FailClass = uncovered.some((s) => !p.declaredSources.includes(s))
-          ? "unsupported"
-          : "incomplete";
-        push({ ...base, failClass, ...detailOf(`required sources not covered: ${uncovered.join(", ")}`) }, true);
-      }
-    }
-    if (satisfied) ran.push(req.id);
-  }
 
   // Failures the host found on a requirement itself (host §7 policy self-authorization ...).
   for (const f of input.requirementFailures ?? []) {
-    push({ requirement: f.requirement, failClass: f.failClass, ...detailOf(f.detail) }, true);
-    const i = ran.indexOf(f.requirement);
-    if (i >= 0) ran.splice(i, 1);
+    addRequired({ requirement: f.requirement, failClass: f.failClass, detail: clip(f.detail) });
   }
 
-  // Optional providers: their loss reduces coverage visibly but does not gate (host §2).
-  for (const p of input.providers) {
-    if (requiredProviders.has(p.provider.id)) continue;
-    const failure = failureOf(p);
-    if (failure === null) continue;
-    push(
-      {
-        provider: p.provider.id,
-        failClass: failure.failClass,
-        capability: p.capability,
-        providerState: p.state,
-        ...detailOf(`optional provider: ${failure.detail}`),
-      },
-      false,
-    );
-  }
-
-  // host §3: achieved assurance must satisfy the call-site; direct write risk caps it.
+  // host §3: achieved assurance must satisfy the call-site; a local subprocess caps it (direct-write-risk).
   const needed = requiredAssurance(policy, callSite);
   if (input.required.length > 0 && !assuranceAtLeast(input.assurance.mode, needed)) {
-    const risky = input.providers.filter((p) => requiredProviders.has(p.provider.id) && p.directWrite);
-    if (risky.length > 0) {
-      for (const p of risky) {
-        push(
-          {
-            provider: p.provider.id,
-            failClass: "direct_write_risk",
-            capability: p.capability,
-            providerState: p.state,
-            ...detailOf(
-              `a local subprocess can write the worktree: at most ${input.assurance.mode}, ${callSite} needs ${needed}`,
-            ),
-          },
-          true,
-        );
-      }
-    } else {
-      for (const req of input.required) {
-        push(
-          {
-            requirement: req.id,
-            failClass: "insufficient_assurance",
-            ...detailOf(`achieved ${input.assurance.mode}, ${callSite} needs ${needed}`),
-          },
-          true,
-        );
-      }
+    const risky = input.providers.filter((p) => p.directWrite && p.grants.length > 0);
+    for (const p of risky) {
+      addRequired({
+        provider: p.provider.id,
+        failClass: "direct_write_risk",
+        capability: p.capability,
+        providerState: p.state,
+        detail: clip(
+          `a local subprocess can write the worktree: at most ${input.assurance.mode}, ${callSite} needs ${needed}`,
+        ),
+      });
     }
-    ran.length = 0;
+    for (const req of input.required) {
+      addRequired({
+        requirement: req.id,
+        failClass: "insufficient_assurance",
+        detail: clip(`achieved ${input.assurance.mode}, ${callSite} needs ${needed}`),
+      });
+    }
   }
 
-  // Findings: stamped with provenance, disposition and effective severity (host §1).
-  const requiredSources = new Map<string, Set<string>>(); // provider -> sources it is granted for here
-  for (const req of input.required) {
-    for (const p of input.providers) {
-      if (!p.grants.some((g) => g.requirement === req.id)) continue;
-      const set = requiredSources.get(p.provider.id) ?? new Set<string>();
-      for (const s of req.sources) set.add(s);
-      requiredSources.set(p.provider.id, set);
-    }
-  }
+  // Findings: host-stamped provenance, disposition, effective severity, guaranteed nextStep (host §1).
   const findings: Finding[] = [];
-  for (const k of arbitration.kept) {
-    const p = byId.get(k.provider);
-    if (p === undefined) continue;
+  const seen = new Set<string>();
+  const stamp = (k: KeptDiagnostic): void => {
     const d = k.diagnostic;
-    const gatingSource = requiredSources.get(p.provider.id)?.has(d.source) === true;
-    const grant = gatingSource
-      ? (p.grants.find((g) => input.required.some((r) => r.id === g.requirement && r.sources.includes(d.source))) ??
-        null)
-      : null;
-    const eff = effectiveSeverity(policy, d.severity, {
-      provider: p.provider.id,
-      granted: grant !== null,
-      isolation: input.assurance.mode,
-    });
-    const gating = grant !== null && eff.severity === "error";
+    const key = `${k.provider.id}\u0000${d.source}\u0000${d.fingerprint}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    const gating = k.disposition === "gating" && k.requirement !== null;
     findings.push({
       diagnostic: d,
-      provider: { id: p.provider.id, version: p.provider.version },
+      provider: { id: k.provider.id, version: k.provider.version },
       provenance: { source: d.source, authenticated: true },
       disposition: gating ? "gating" : "advisory",
-      effectiveSeverity: eff.severity,
-      ...(eff.note === undefined ? {} : { severityNote: clip(eff.note) }),
-      ...(gating ? { nextStep: nextStepFor(d, p.provider.id) } : {}),
-      grant: grant === null ? null : { requirement: grant.requirement, callSite: grant.callSite },
+      effectiveSeverity: k.effectiveSeverity,
+      ...(k.severityNote === undefined ? {} : { severityNote: clip(k.severityNote) }),
+      ...(gating ? { nextStep: nextStepFor(d, k.provider.id) } : {}),
+      grant: gating && k.requirement !== null ? { requirement: k.requirement, callSite } : null,
     });
-  }
-  const key = (f: Finding): string =>
+  };
+  for (const r of arbitration.requirements) for (const k of r.diagnostics) stamp(k);
+  for (const k of arbitration.advisory) stamp(k);
+  const order = (f: Finding): string =>
     `${f.disposition === "gating" ? 0 : 1}\u0000${f.provider.id}\u0000${f.diagnostic.source}\u0000${f.diagnostic.fingerprint}`;
-  findings.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  findings.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
 
-  // The §1 rule, conservative.
-  let decision: Decision = "allow";
-  if (findings.some((f) => f.disposition === "gating") || cells.includes("deny")) decision = "deny";
-  else if (cells.includes("indeterminate")) decision = "indeterminate";
+  // The §1 rule, conservative: arbitration's provisional outcome, then the host's own cells.
+  let decision: Decision = provisional.decision;
+  if (hostCells.includes("deny")) decision = "deny";
+  else if (hostCells.includes("indeterminate") && decision === "allow") decision = "indeterminate";
+  if (callSite === "gate" && decision === "allow" && input.required.some((r) => !ran.has(r.id))) {
+    decision = "indeterminate"; // belt and braces: a gate never allows with required coverage missing
+  }
+
+  const failOpens: FailOpen[] = degraded
+    .filter((d) => d.failOpen)
+    .map((d) => ({
+      provider: d.provider ?? `requirement:${d.requirement}`,
+      failClass: d.failClass ?? "missing",
+      callSite,
+      ...(d.requirement === undefined ? {} : { requirement: d.requirement }),
+      detail: d.detail ?? "",
+    }));
 
   const envelope: DecisionEnvelope = {
     $$type: "@asp/DecisionEnvelope",
@@ -394,8 +271,12 @@ export function decide(input: DecideInput): DecideResult {
     baseline: input.baseline,
     changeset: input.changeset,
     findings,
-    coverage: { required: input.required.map((r) => r.id), ran, degraded },
-    authority: input.providers.map((p) => p.authority),
+    coverage: {
+      required: [...arbitration.coverage.required],
+      ran: arbitration.coverage.ran.filter((r) => ran.has(r)),
+      degraded,
+    },
+    authority: input.providers.map((p) => byId.get(p.provider.id)?.authority ?? p.authority),
     assurance: { mode: input.assurance.mode, directWriteRisk: input.assurance.directWriteRisk },
     decidedAt: input.decidedAt,
   };

@@ -42,9 +42,10 @@ function policyDoc(extra: Partial<Policy> = {}): Policy {
 function assessment(
   diagnostics: Assessment["diagnostics"] = [],
   status: Assessment["status"] = "complete",
+  id = "p",
 ): Assessment {
   return {
-    provider: { id: "p", version: "1.0.0" },
+    provider: { id, version: "1.0.0" },
     requestId: "r1",
     status,
     validAsOf: { baseline: BASE, changeset: null, reads: [] },
@@ -97,9 +98,9 @@ function input(callSite: CallSite, providers: ProviderEvaluation[], extra: Parti
   };
 }
 
-const ok = (diagnostics: Assessment["diagnostics"] = []): ProviderEvaluation["outcome"] => ({
+const ok = (diagnostics: Assessment["diagnostics"] = [], id = "p"): ProviderEvaluation["outcome"] => ({
   kind: "ok",
-  assessment: assessment(diagnostics),
+  assessment: assessment(diagnostics, "complete", id),
 });
 const failed = (failClass: FailClass): ProviderEvaluation["outcome"] => ({ kind: "failed", failClass, detail: "x" });
 const EXPECTED = { open: "allow", indeterminate: "indeterminate", deny: "deny" } as const;
@@ -220,7 +221,7 @@ describe("decide", () => {
     it("an ungranted provider's error is advisory and capped, with a severityNote", () => {
       const p = policy({ severityCaps: [{ authority: "ungranted", maxSeverity: "warning" }] });
       const granted = provider(ok(), "gate");
-      const other = provider(ok([diag({ fingerprint: "x" })]), "gate", { id: "q", granted: false });
+      const other = provider(ok([diag({ fingerprint: "x" })], "q"), "gate", { id: "q", granted: false });
       const { envelope } = decide({ ...input("gate", [granted, other]), policy: p });
       valid(envelope);
       expect(envelope.decision).toBe("allow");
@@ -236,7 +237,7 @@ describe("decide", () => {
     });
 
     it("dedups within a provider's source by fingerprint, never across providers", () => {
-      const p2 = provider(ok([diag()]), "gate", { id: "p2" });
+      const p2 = provider(ok([diag()], "p2"), "gate", { id: "p2", granted: false });
       const { envelope } = decide(input("gate", [provider(ok([diag(), diag()]), "gate"), p2]));
       expect(envelope.findings.map((f) => f.provider.id)).toEqual(["p", "p2"]);
     });
@@ -251,10 +252,11 @@ describe("decide", () => {
       expect(envelope.decision).toBe("indeterminate");
     });
 
-    it("names a provider serving the sources without a grant as missing-authority", () => {
-      const { envelope } = decide(input("gate", [provider(ok(), "gate", { granted: false })]));
+    it("names a requirement whose sources only ungranted providers serve as missing-authority", () => {
+      const { envelope } = decide(input("gate", [provider(ok([], "q"), "gate", { id: "q", granted: false })]));
+      expect(envelope.decision).toBe("indeterminate");
       expect(envelope.coverage.degraded).toEqual([
-        expect.objectContaining({ provider: "p", requirement: "types", reason: "missing-authority" }),
+        expect.objectContaining({ requirement: "types", reason: "missing-authority" }),
       ]);
     });
 
@@ -266,6 +268,7 @@ describe("decide", () => {
       expect(envelope.assurance).toEqual({ mode: "gated", directWriteRisk: true });
       expect(envelope.coverage.degraded).toEqual([
         expect.objectContaining({ provider: "p", reason: "direct-write-risk" }),
+        expect.objectContaining({ requirement: "types", reason: "insufficient-assurance" }),
       ]);
     });
 
