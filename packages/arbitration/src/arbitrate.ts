@@ -159,12 +159,6 @@ interface RunState {
   readonly ungrantedCeiling: SeverityCeiling | null;
 }
 
-interface Entry {
-  readonly d: Diagnostic;
-  readonly run: number;
-  readonly rank: number;
-}
-
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 function checkRun(run: ProviderRun, i: number): void {
@@ -234,18 +228,26 @@ function stateOf(
   };
 }
 
-function kept(e: Entry, state: RunState, requirement: string | null, ceiling: SeverityCeiling | null): KeptDiagnostic {
-  const reported = e.d.severity;
-  const base = {
-    diagnostic: e.d,
-    provider: state.ref,
-    requirement,
-    disposition: requirement === null ? ("advisory" as const) : ("gating" as const),
-  };
-  if (ceiling !== null && SEVERITY_RANK[ceiling.maxSeverity] > e.rank) {
-    return { ...base, effectiveSeverity: ceiling.maxSeverity, severityNote: capNote(reported, ceiling) };
+function kept(
+  d: Diagnostic,
+  rank: number,
+  state: RunState,
+  requirement: string | null,
+  ceiling: SeverityCeiling | null,
+): KeptDiagnostic {
+  const disposition = requirement === null ? "advisory" : "gating";
+  // One literal per shape, no spreads: this runs once per kept diagnostic (100k in the bench).
+  if (ceiling !== null && SEVERITY_RANK[ceiling.maxSeverity] > rank) {
+    return {
+      diagnostic: d,
+      provider: state.ref,
+      requirement,
+      disposition,
+      effectiveSeverity: ceiling.maxSeverity,
+      severityNote: capNote(d.severity, ceiling),
+    };
   }
-  return { ...base, effectiveSeverity: reported };
+  return { diagnostic: d, provider: state.ref, requirement, disposition, effectiveSeverity: d.severity };
 }
 
 /** Reason for an assessment that is not a complete answer for `source`, or null when it is. */
@@ -324,26 +326,49 @@ export function arbitrate(params: ArbitrateParams): ArbitrationResult {
       fingerprint: d.fingerprint,
     });
   };
-  const entries: Entry[] = [];
+  // Parallel arrays and an index sort: no per-diagnostic wrapper objects on the hot path.
+  const ds: Diagnostic[] = [];
+  const runOf: number[] = [];
+  const rankOf: number[] = [];
   states.forEach((state, run) => {
     if (state.assessment === null) return;
     for (const d of state.assessment.diagnostics) {
-      const slash = d.code.indexOf("/");
-      const namespace = slash < 0 ? "" : d.code.slice(0, slash);
-      if (!state.declared.has(namespace)) drop("undeclared-source", state, d);
-      else if (d.source !== namespace) drop("source-mismatch", state, d);
-      else entries.push({ d, run, rank: SEVERITY_RANK[d.severity] ?? SEVERITIES.length });
+      const source = d.source;
+      const code = d.code;
+      // Fast path: the code is `<source>/...` and the source was declared.
+      if (code.charCodeAt(source.length) === 47 && code.startsWith(source) && state.declared.has(source)) {
+        ds.push(d);
+        runOf.push(run);
+        rankOf.push(SEVERITY_RANK[d.severity] ?? SEVERITIES.length);
+        continue;
+      }
+      const slash = code.indexOf("/");
+      const namespace = slash < 0 ? "" : code.slice(0, slash);
+      drop(state.declared.has(namespace) ? "source-mismatch" : "undeclared-source", state, d);
     }
   });
-  entries.sort(
-    (a, b) =>
-      cmp(a.d.source, b.d.source) ||
-      cmp(a.d.fingerprint, b.d.fingerprint) ||
-      a.run - b.run ||
-      a.rank - b.rank ||
+  const canonical = new Map<number, string>();
+  const canonicalOf = (i: number): string => {
+    let c = canonical.get(i);
+    if (c === undefined) {
+      c = canonicalize(ds[i]);
+      canonical.set(i, c);
+    }
+    return c;
+  };
+  const order = Array.from({ length: ds.length }, (_, i) => i);
+  order.sort((x, y) => {
+    const a = ds[x] as Diagnostic;
+    const b = ds[y] as Diagnostic;
+    return (
+      cmp(a.source, b.source) ||
+      cmp(a.fingerprint, b.fingerprint) ||
+      (runOf[x] as number) - (runOf[y] as number) ||
+      (rankOf[x] as number) - (rankOf[y] as number) ||
       // Only reached for two copies of one finding that differ elsewhere: pick one canonically.
-      cmp(canonicalize(a.d), canonicalize(b.d)),
-  );
+      cmp(canonicalOf(x), canonicalOf(y))
+    );
+  });
 
   const sourceToRequirements = new Map<string, string[]>();
   for (const r of required) {
@@ -351,35 +376,40 @@ export function arbitrate(params: ArbitrateParams): ArbitrationResult {
   }
   const gating = new Map<string, KeptDiagnostic[]>(requiredIds.map((id) => [id, []]));
   const advisory: KeptDiagnostic[] = [];
-  // blocking[requirement][source] = set of run indexes that reported a blocking finding there
+  // "<requirement>\0<source>" -> run indexes that reported a blocking finding there
   const blockingRuns = new Map<string, Set<number>>();
-  let previous: Entry | null = null;
-  for (const e of entries) {
-    const state = states[e.run] as RunState;
-    if (
-      previous !== null &&
-      previous.run === e.run &&
-      previous.d.source === e.d.source &&
-      previous.d.fingerprint === e.d.fingerprint
-    ) {
-      drop("duplicate-fingerprint", state, e.d);
-      continue;
+  const NONE: ReadonlyArray<string> = [];
+  let previous = -1;
+  for (const i of order) {
+    const d = ds[i] as Diagnostic;
+    const run = runOf[i] as number;
+    const rank = rankOf[i] as number;
+    const state = states[run] as RunState;
+    if (previous >= 0) {
+      const p = ds[previous] as Diagnostic;
+      if (runOf[previous] === run && p.fingerprint === d.fingerprint && p.source === d.source) {
+        drop("duplicate-fingerprint", state, d);
+        continue;
+      }
     }
-    previous = e;
+    previous = i;
     let counted = false;
-    for (const requirement of sourceToRequirements.get(e.d.source) ?? []) {
+    for (const requirement of sourceToRequirements.get(d.source) ?? NONE) {
       if (!state.authorizedFor.has(requirement)) continue;
-      const k = kept(e, state, requirement, state.grantedCeiling);
+      const k = kept(d, rank, state, requirement, state.grantedCeiling);
       (gating.get(requirement) as KeptDiagnostic[]).push(k);
       if (k.effectiveSeverity === "error") {
-        const key = `${requirement}\u0000${e.d.source}`;
-        const set = blockingRuns.get(key) ?? new Set<number>();
-        set.add(e.run);
-        blockingRuns.set(key, set);
+        const key = `${requirement}\u0000${d.source}`;
+        let set = blockingRuns.get(key);
+        if (set === undefined) {
+          set = new Set<number>();
+          blockingRuns.set(key, set);
+        }
+        set.add(run);
       }
       counted = true;
     }
-    if (!counted) advisory.push(kept(e, state, null, state.ungrantedCeiling));
+    if (!counted) advisory.push(kept(d, rank, state, null, state.ungrantedCeiling));
   }
 
   // Coverage, ties and degradation, requirement by requirement, source by source.
