@@ -4,6 +4,7 @@ import { registerConfig } from "./config.js";
 import { registerConformance } from "./conformance.js";
 import { registerCheck, registerGate, registerReceipts, registerSweep } from "./host.js";
 import { registerPlugin } from "./plugin.js";
+import { registerPolicy } from "./policy.js";
 import { registerStatus } from "./status.js";
 
 /** Every `asp` subcommand, in help order. A new command adds one line here. */
@@ -14,6 +15,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerSweep,
   registerReceipts,
   registerConfig,
+  registerPolicy,
   registerPlugin,
   registerConformance,
 ];
