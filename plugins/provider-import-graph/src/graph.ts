@@ -40,8 +40,10 @@ export interface ImportGraph {
   findSymbol(name: string): SymbolSite[];
 }
 
-const byPathLine = <T extends { line: number }>(key: (t: T) => string) => (a: T, b: T) =>
-  key(a) !== key(b) ? (key(a) < key(b) ? -1 : 1) : a.line - b.line;
+const byPathLine =
+  <T extends { line: number }>(key: (t: T) => string) =>
+  (a: T, b: T) =>
+    key(a) !== key(b) ? (key(a) < key(b) ? -1 : 1) : a.line - b.line;
 
 /**
  * Build the graph from parsed modules (path -> {@link ParsedModule}). `paths` are all files of
@@ -111,7 +113,11 @@ export function buildImportGraph(
     for (const [path, mod] of modules) {
       for (const e of mod.exports) {
         if (e.name !== name) continue;
-        sites.push(e.from === undefined ? { path, line: e.line, kind: e.kind } : { path, line: e.line, kind: e.kind, from: e.from });
+        sites.push(
+          e.from === undefined
+            ? { path, line: e.line, kind: e.kind }
+            : { path, line: e.line, kind: e.kind, from: e.from },
+        );
         exporting.add(path);
       }
     }
@@ -121,11 +127,10 @@ export function buildImportGraph(
         grew = false;
         for (const [path, mod] of modules) {
           if (exporting.has(path)) continue;
-          for (const spec of mod.starExports) {
-            const to = resolveImport(path, spec, paths);
+          for (const star of mod.starExports) {
+            const to = resolveImport(path, star.specifier, paths);
             if (to === null || to === "external" || !exporting.has(to)) continue;
-            const line = mod.imports.find((i) => i.specifier === spec)?.line ?? 0;
-            sites.push({ path, line, kind: "re-export *", from: spec });
+            sites.push({ path, line: star.line, kind: "re-export *", from: star.specifier });
             exporting.add(path);
             grew = true;
             break;

@@ -23,8 +23,8 @@ export interface ExportSite {
 export interface ParsedModule {
   readonly imports: readonly ImportSite[];
   readonly exports: readonly ExportSite[];
-  /** Specifiers of `export * from "..."`. */
-  readonly starExports: readonly string[];
+  /** Each `export * from "..."`: its specifier and 0-based line. */
+  readonly starExports: ReadonlyArray<{ readonly specifier: string; readonly line: number }>;
 }
 
 /** File extensions the graph reads. */
@@ -61,16 +61,18 @@ export function parseModule(path: string, text: string): ParsedModule {
   const at = (pos: number) => sf.getLineAndCharacterOfPosition(pos);
   const info = ts.preProcessFile(text, true, true);
   const imports: ImportSite[] = [];
+  // A FileReference's pos may point at the opening quote; ranges cover the specifier itself.
+  const specStart = (pos: number): number => (/["'`]/.test(text[pos] ?? "") ? pos + 1 : pos);
   for (const ref of info.importedFiles) {
-    const p = at(ref.pos);
+    const p = at(specStart(ref.pos));
     imports.push({ specifier: ref.fileName, line: p.line, character: p.character, kind: "import" });
   }
   for (const ref of info.referencedFiles) {
-    const p = at(ref.pos);
+    const p = at(specStart(ref.pos));
     imports.push({ specifier: ref.fileName, line: p.line, character: p.character, kind: "reference" });
   }
   const exports: ExportSite[] = [];
-  const starExports: string[] = [];
+  const starExports: Array<{ specifier: string; line: number }> = [];
   const lineOf = (node: ts.Node): number => at(node.getStart(sf)).line;
   const add = (name: string, node: ts.Node, kind: string, from?: string): void => {
     exports.push(from === undefined ? { name, line: lineOf(node), kind } : { name, line: lineOf(node), kind, from });
@@ -78,11 +80,14 @@ export function parseModule(path: string, text: string): ParsedModule {
   for (const st of sf.statements) {
     if (ts.isExportDeclaration(st)) {
       const from =
-        st.moduleSpecifier !== undefined && ts.isStringLiteral(st.moduleSpecifier) ? st.moduleSpecifier.text : undefined;
+        st.moduleSpecifier !== undefined && ts.isStringLiteral(st.moduleSpecifier)
+          ? st.moduleSpecifier.text
+          : undefined;
       if (st.exportClause === undefined) {
-        if (from !== undefined) starExports.push(from);
+        if (from !== undefined) starExports.push({ specifier: from, line: lineOf(st) });
       } else if (ts.isNamedExports(st.exportClause)) {
-        for (const el of st.exportClause.elements) add(el.name.text, el, from === undefined ? "export" : "re-export", from);
+        for (const el of st.exportClause.elements)
+          add(el.name.text, el, from === undefined ? "export" : "re-export", from);
       } else {
         add(st.exportClause.name.text, st.exportClause, "re-export", from);
       }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Diagnostic } from "@asp/contracts";
 import {
   type AssessContext,
@@ -7,7 +8,6 @@ import {
   type InspectOutcome,
   type ProviderDefinition,
 } from "@asp/sdk";
-import { createHash } from "node:crypto";
 import { ImportGraphError } from "./errors.js";
 import { ImportGraphIndex } from "./graph-index.js";
 import { isSourcePath, parseModule } from "./parse.js";
@@ -92,7 +92,11 @@ export async function assessWith(index: ImportGraphIndex, ctx: AssessContext): P
           code: "imports/unresolved",
           severity: "warning",
           message: `${JSON.stringify(site.specifier)} matches no file of the change (tried the TypeScript source, the extensions and index files).`,
-          range: { path: change.path, start, end: { line: site.line, character: site.character + site.specifier.length } },
+          range: {
+            path: change.path,
+            start,
+            end: { line: site.line, character: site.character + site.specifier.length },
+          },
           fingerprint: `imports1:${createHash("sha256")
             .update(`${change.path}\0${site.specifier}\0${occurrence}`)
             .digest("hex")}`,

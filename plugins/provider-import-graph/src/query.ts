@@ -84,7 +84,7 @@ export function answerQuery(
       const orphans = new Set<string>();
       if (baseGraph !== undefined) {
         const present = new Set(graph.files);
-        for (const e of baseGraph.impact(deleted)) if (e.depth > 0 && present.has(e.path)) orphans.add(e.path);
+        for (const e of baseGraph.impact(deleted)) if (e.depth === 1 && present.has(e.path)) orphans.add(e.path);
       }
       const entries = graph.impact([...seeds, ...orphans]);
       const rows = new Map<string, GraphResult>();
