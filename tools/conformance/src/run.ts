@@ -532,10 +532,15 @@ function checkAssessment(
     cbProblems.length === 0,
     cbProblems.length === 0 ? `${served.length} blobs read through callbacks` : cbProblems.join("; "),
   );
+  // A provider that does not declare `check` (edit- or inspect-only) answers check/assess
+  // honestly with `unsupported`: a capability gap, not a failure (host §2).
+  const capabilityGap = a.status === "unsupported" && !init.capabilities.includes("check");
   set(
     "assess-status",
-    a.status === "complete",
-    `status ${JSON.stringify(a.status)}${a.error ? ` (${a.error.code}: ${a.error.message})` : ""}`,
+    a.status === "complete" || capabilityGap,
+    capabilityGap
+      ? 'status "unsupported" from a provider that does not declare check (an honest capability gap)'
+      : `status ${JSON.stringify(a.status)}${a.error ? ` (${a.error.code}: ${a.error.message})` : ""}`,
   );
 }
 

@@ -42,6 +42,21 @@ describe("runConformance", () => {
     });
   });
 
+  describe("when the provider does not declare check", () => {
+    it("accepts an honest `unsupported` answer to check/assess (a capability gap, host §2)", async () => {
+      const r = await run(fixture("fake-edit-only.mjs"));
+      expect(failed(r), formatReport(r)).toEqual([]);
+    });
+    it("still fails assess-status when the provider declares check and answers `unsupported`", async () => {
+      const r = await runConformance({
+        command: [process.execPath, fixture("fake-edit-only.mjs"), "--claims-check"],
+        timeoutMs: 5000,
+        cancelBoundMs: 2000,
+      });
+      expect(failed(r)).toEqual(["assess-status"]);
+    });
+  });
+
   // Each fault fixture breaks one obligation; the report must name that check.
   describe("when the provider misbehaves", () => {
     it.each([
