@@ -236,6 +236,20 @@ function capabilitiesOf(spec: ProviderSpec, info: ProviderInfo): CapabilityFamil
   return caps;
 }
 
+/**
+ * Run an author's handler; an AspError it throws (a refused intent, a bad query) reaches the
+ * host as a JSON-RPC error whose `data` carries the stable `code` and `data`, so the host can
+ * tell refusals apart by code rather than by message text.
+ */
+async function withErrorCode<T>(handler: () => Promise<T> | T): Promise<T> {
+  try {
+    return await handler();
+  } catch (error) {
+    if (error instanceof ResponseError || !isAspError(error)) throw error;
+    throw new ResponseError(ErrorCodes.InternalError, error.message, { code: error.code, data: error.data ?? null });
+  }
+}
+
 const cancelledError = (): ResponseError<undefined> =>
   new ResponseError(PROTOCOL_ERRORS.requestCancelled, "request cancelled by the host");
 
@@ -490,7 +504,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     if (inspect === undefined) throw new ResponseError(PROTOCOL_ERRORS.unsupported, "inspect/query is not supported");
     const p = checkParams<InspectParams>("protocol-inspect-params", params);
     return run(p.requestId, p.baseline, p.deadlineMs, token, async (base, reads): Promise<InspectResult> => {
-      const outcome = await inspect({ ...base, params: p, query: p.query });
+      const outcome = await withErrorCode(() => inspect({ ...base, params: p, query: p.query }));
       const result: Record<string, unknown> = {
         provider: init.provider,
         requestId: p.requestId,
@@ -517,7 +531,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     if (propose === undefined) throw new ResponseError(PROTOCOL_ERRORS.unsupported, "edit/propose is not supported");
     const p = checkParams<ProposeParams>("protocol-propose-params", params);
     return run(p.requestId, p.baseline, p.deadlineMs, token, async (base, reads): Promise<EditPlan> => {
-      const outcome = await propose({ ...base, params: p, intent: p.intent });
+      const outcome = await withErrorCode(() => propose({ ...base, params: p, intent: p.intent }));
       const plan: Record<string, unknown> = {
         proposalId: randomUUID(),
         provider: init.provider,

@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
 import { PassThrough } from "node:stream";
-import { type Assessment, METHODS, PROTOCOL_ERRORS, PROTOCOL_VERSION, validateAssessment } from "@asp/contracts";
+import {
+  AspError,
+  type Assessment,
+  METHODS,
+  PROTOCOL_ERRORS,
+  PROTOCOL_VERSION,
+  validateAssessment,
+} from "@asp/contracts";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   CancellationTokenSource,
@@ -255,6 +262,28 @@ describe("defineProvider", () => {
       expect(plan.validAsOf).toEqual({ baseline: BASE, changeset: null, reads: [BLOB] });
       expect(plan.provider).toEqual({ id: "todo", version: "1.0.0" });
       expect(plan.proposalId).toMatch(/\S/);
+    });
+
+    it("sends a refusal thrown as an AspError with its stable code in the error data", async () => {
+      const h = await start({
+        ...todo,
+        propose: async () => {
+          throw new AspError("ASP_TEXT_EDIT_NOT_FOUND", "oldText does not occur in src/x.ts", {
+            data: { path: "src/x.ts" },
+          });
+        },
+      });
+      const refused = h.client.sendRequest(METHODS.editPropose, {
+        requestId: "p2",
+        baseline: BASE,
+        intent: { kind: "replace" },
+        deadlineMs: 1000,
+      });
+      await expect(refused).rejects.toMatchObject({
+        code: -32603,
+        message: "oldText does not occur in src/x.ts",
+        data: { code: "ASP_TEXT_EDIT_NOT_FOUND", data: { path: "src/x.ts" } },
+      });
     });
   });
 });
