@@ -29,7 +29,7 @@ describe("README and CI", () => {
     expect(rootPkg.packageManager).toMatch(/^pnpm@10\.\d+\.\d+\+sha512\.[0-9a-f]{128}$/);
   });
 
-  it("the test script builds, typechecks, lints, builds docs and runs vitest", () => {
-    expect(rootPkg.scripts.test).toMatch(/turbo run build typecheck.*biome check.*typedoc.*vitest run/);
+  it("the test script builds, typechecks, lints and builds the API docs through turbo, then runs vitest", () => {
+    expect(rootPkg.scripts.test).toMatch(/turbo run build typecheck lint docs:build.*biome check.*vitest run/);
   });
 });

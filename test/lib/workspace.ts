@@ -58,12 +58,17 @@ const UPSTREAM: Record<string, string[]> = {
 };
 
 /** Names a package in `dir` may depend on, or `null` for "any library package under packages/". */
-export function allowedImports(dir: string, libraryNames: ReadonlyArray<string>): Set<string> {
+export function allowedImports(
+  dir: string,
+  libraryNames: ReadonlyArray<string>,
+  pluginNames: ReadonlyArray<string> = [],
+): Set<string> {
   const [group, entry] = dir.split("/") as [string, string];
   if (group === "plugins") return new Set(["@asp/sdk", "@asp/contracts"]);
   // The CLI embeds the conformance kit (`asp conformance`); tools may use any library.
   if (group === "apps") return new Set([...libraryNames, "@asp/conformance"]);
-  if (group === "tools") return new Set(libraryNames);
+  // Tools (benchmarks, the packer) may use any library, and measure plugins too.
+  if (group === "tools") return new Set([...libraryNames, ...pluginNames]);
   const upstream = UPSTREAM[entry];
   if (upstream === undefined) {
     throw new Error(`${dir} is not in the dependency DAG of DESIGN §2: add it to UPSTREAM in test/lib/workspace.ts`);
@@ -107,8 +112,13 @@ function sourceFiles(dir: string): string[] {
  * Check one package: its manifest dependencies and every import in src/ and test/ against
  * the DAG; no deep imports (`@asp/x/src/...`); no relative import out of the package.
  */
-export function checkPackage(pkg: WorkspacePackage, libraryNames: ReadonlyArray<string>, root = ROOT): Violation[] {
-  const allowed = allowedImports(pkg.dir, libraryNames);
+export function checkPackage(
+  pkg: WorkspacePackage,
+  libraryNames: ReadonlyArray<string>,
+  root = ROOT,
+  pluginNames: ReadonlyArray<string> = [],
+): Violation[] {
+  const allowed = allowedImports(pkg.dir, libraryNames, pluginNames);
   const violations: Violation[] = [];
   const deps = { ...pkg.manifest.dependencies, ...pkg.manifest.peerDependencies };
   for (const dep of Object.keys(deps)) {
