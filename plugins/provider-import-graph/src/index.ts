@@ -16,12 +16,14 @@ export type { TreeGraph } from "./graph-index.js";
 export { ImportGraphIndex } from "./graph-index.js";
 export type { ExportSite, ImportSite, ParsedModule } from "./parse.js";
 export { isSourcePath, parseModule, SOURCE_EXTENSIONS } from "./parse.js";
+export type { ImportGraphProviderOptions } from "./provider.js";
 export {
   assessWith,
   createImportGraphProvider,
   inspectWith,
   PROVIDER_ID,
   PROVIDER_VERSION,
+  parseProviderArgs,
 } from "./provider.js";
 export type { GraphAnswer, GraphChange, GraphQuery, GraphResult } from "./query.js";
 export { answerQuery, DEFAULT_LIMIT } from "./query.js";

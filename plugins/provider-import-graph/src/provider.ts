@@ -60,7 +60,7 @@ export async function inspectWith(index: ImportGraphIndex, ctx: InspectContext):
 }
 
 /**
- * `check/assess` (answered for hosts that route it, and for the conformance kit): relative
+ * `check/assess` with `check: true`: relative
  * imports in the changed files that match no file of the after tree, as `imports/unresolved`
  * warnings. Only the changed files are read, plus the tree listing.
  */
@@ -116,25 +116,51 @@ export async function assessWith(index: ImportGraphIndex, ctx: AssessContext): P
   };
 }
 
+/** Options of {@link createImportGraphProvider}. */
+export interface ImportGraphProviderOptions {
+  /**
+   * Also declare `check` and answer `check/assess` with `imports/unresolved` warnings (source
+   * `imports`). Off by default: the signed plugin is inspect-only and answers `check/assess`
+   * with an honest `unsupported`.
+   */
+  readonly check?: boolean;
+}
+
+/**
+ * Parse the plugin's command line: `--check` turns on {@link ImportGraphProviderOptions.check}.
+ *
+ * @throws ImportGraphError `ASP_IMPORTS_BAD_OPTIONS` for any other argument.
+ */
+export function parseProviderArgs(argv: readonly string[]): ImportGraphProviderOptions {
+  let check = false;
+  for (const arg of argv) {
+    if (arg === "--check") check = true;
+    else throw new ImportGraphError("ASP_IMPORTS_BAD_OPTIONS", `unknown option ${arg}`, { data: { flag: arg } });
+  }
+  return { check };
+}
+
 /**
  * The provider definition (inert until `.listen()`): capability `inspect` (`dependents`,
- * `dependencies`, `impact`, `symbol`), source `imports` for its `check/assess` answer, and one
- * warm index for the life of the process.
+ * `dependencies`, `impact`, `symbol`) with one warm index for the life of the process, and
+ * with `check: true` also `check` with source `imports`.
  *
  * @example
  * ```ts
  * createImportGraphProvider().listen();
  * ```
  */
-export function createImportGraphProvider(): ProviderDefinition {
+export function createImportGraphProvider(options: ImportGraphProviderOptions = {}): ProviderDefinition {
   const index = new ImportGraphIndex();
+  const check = options.check === true;
   return defineProvider({
     initialize: {
       provider: { id: PROVIDER_ID, version: PROVIDER_VERSION },
-      diagnosticSources: ["imports"],
-      capabilities: ["inspect"],
+      diagnosticSources: check ? ["imports"] : [],
+      capabilities: check ? ["check", "inspect"] : ["inspect"],
     },
-    assess: (ctx) => assessWith(index, ctx),
+    // host §2: not checking is a capability gap (`unsupported`), never a clean `complete`.
+    assess: (ctx) => (check ? assessWith(index, ctx) : { status: "unsupported" }),
     inspect: (ctx) => inspectWith(index, ctx),
   });
 }

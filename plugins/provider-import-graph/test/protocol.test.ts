@@ -102,11 +102,31 @@ describe("the provider over the protocol (a real subprocess)", () => {
     expect(r.error?.message).toContain("src/math.ts");
   });
 
-  it("reports unresolved relative imports of the changed files on check/assess", async () => {
+  it("answers check/assess with an honest unsupported (inspect-only by default)", async () => {
     const repo = new MemoryRepo();
     const host = new TestHost(repo);
     hosts.push(host);
     await host.start();
+    const cs = changeset(repo, FILES, AFTER);
+    const a = await host.request<Assessment>("check/assess", {
+      requestId: "a1",
+      callSite: "gate",
+      baseline: cs.base,
+      changeset: cs,
+      requirements: [],
+      deadlineMs: 30_000,
+    });
+    expect(a.status).toBe("unsupported");
+    expect(a.diagnostics).toEqual([]);
+    expect(a.validAsOf.reads).toEqual([]);
+  });
+
+  it("with --check, declares check and reports unresolved relative imports of the changed files", async () => {
+    const repo = new MemoryRepo();
+    const host = new TestHost(repo, ["--check"]);
+    hosts.push(host);
+    const init = await host.start();
+    expect(init).toMatchObject({ capabilities: ["check", "inspect"], diagnosticSources: ["imports"] });
     const broken = { ...FILES, "src/index.ts": 'import { two } from "./maths.js";\nexport const four = two * 2;\n' };
     const cs = changeset(repo, FILES, broken);
     const a = await host.request<Assessment>("check/assess", {
@@ -127,5 +147,11 @@ describe("the provider over the protocol (a real subprocess)", () => {
       },
     ]);
     expect(a.validAsOf.reads).toEqual([cs.changes[0]?.after]);
+  });
+
+  it("refuses an unknown option with exit 64", async () => {
+    const host = new TestHost(new MemoryRepo(), ["--verbose"]);
+    hosts.push(host);
+    expect(await host.exited).toBe(64);
   });
 });
