@@ -1,0 +1,318 @@
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { type Assessment, METHODS, PROTOCOL_VERSION } from "@asp/contracts";
+import {
+  createMessageConnection,
+  type MessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from "vscode-jsonrpc/node";
+import { compare } from "../measure.js";
+import type { Suite } from "../suite.js";
+
+/**
+ * `@asp/provider-typescript` against `tsc --noEmit` on the same generated 200-file project.
+ *
+ * Both sides are real processes started with `process.execPath`: the baseline spawns the
+ * `tsc` of the `typescript` package; the subject drives the provider's built entry
+ * (`dist/main.js`) as a host would, over the real protocol, serving every file through
+ * `host/readTree` / `host/readBlob` from memory.
+ *
+ * - cold: a fresh provider process, `initialize`, one `check/assess` of the whole baseline (every
+ *   file read through callbacks, parsed and checked), `shutdown`;
+ * - warm: the same long-lived provider, one `check/assess` after a one-file change (a new edit
+ *   each round, so no answer is cached): it reads one blob and re-checks the changed file and
+ *   the files that import it.
+ */
+
+const req = createRequire(import.meta.url);
+const TSC = join(dirname(req.resolve("typescript/package.json")), "bin", "tsc");
+const PROVIDER = join(dirname(req.resolve("@asp/provider-typescript/package.json")), "dist", "main.js");
+
+const CORE = 10;
+const FEATURES = 190;
+/** The file edited by the warm check: mid-chain, so four files import it (transitively). */
+const EDITED = "src/features/f105.ts";
+
+function coreModule(i: number): string {
+  return `export interface Entity${i} {
+  readonly id: string;
+  readonly createdAt: Date;
+  readonly tags: readonly string[];
+  readonly score${i}: number;
+}
+
+export type Patch${i} = Partial<Omit<Entity${i}, "id">>;
+
+export function make${i}(id: string, score: number): Entity${i} {
+  return { id, createdAt: new Date(0), tags: [], score${i}: score };
+}
+
+export class Store${i}<T extends { readonly id: string }> {
+  readonly #items = new Map<string, T>();
+  put(item: T): this {
+    this.#items.set(item.id, item);
+    return this;
+  }
+  get(id: string): T | undefined {
+    return this.#items.get(id);
+  }
+  where(predicate: (item: T) => boolean): T[] {
+    return [...this.#items.values()].filter(predicate);
+  }
+}
+`;
+}
+
+function featureModule(i: number, edit = 0): string {
+  const a = i % CORE;
+  const b = (i * 7 + 3) % CORE;
+  const prev = i % 10 === 0 ? "" : `import { feature${i - 1} } from "./f${i - 1}.js";\n`;
+  const chained = i % 10 === 0 ? "0" : `feature${i - 1}(input).total`;
+  return `import { type Entity${a}, make${a}, Store${a} } from "../core/c${a}.js";
+import { type Patch${b}, Store${b}, make${b} } from "../core/c${b}.js";
+${prev}
+export interface Result${i} {
+  readonly total: number;
+  readonly names: readonly string[];
+  readonly patch: Patch${b};
+}
+
+const store${i} = new Store${a}<Entity${a}>();
+
+export function feature${i}(input: readonly number[]): Result${i} {
+  const items = input.map((n, k) => make${a}(\`f${i}-\${k}\`, n * ${edit + 1}));
+  for (const item of items) store${i}.put(item);
+  const kept = store${i}.where((e) => e.score${a} > 2);
+  const other = new Store${b}<ReturnType<typeof make${b}>>().put(make${b}("x", ${chained}));
+  const total = kept.reduce((sum, e) => sum + e.score${a}, 0) + (other.get("x")?.score${b} ?? 0);
+  return { total, names: kept.map((e) => e.id.toUpperCase()), patch: { tags: ["f${i}"] } };
+}
+
+export const summary${i} = (r: Result${i}): string => \`\${r.names.length}:\${r.total.toFixed(2)}\`;
+`;
+}
+
+function generateProject(): Map<string, string> {
+  const files = new Map<string, string>();
+  files.set("package.json", `${JSON.stringify({ name: "bench-project", private: true, type: "module" })}\n`);
+  files.set(
+    "tsconfig.json",
+    `${JSON.stringify(
+      {
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          noEmit: true,
+        },
+        include: ["src"],
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  for (let i = 0; i < CORE; i++) files.set(`src/core/c${i}.ts`, coreModule(i));
+  for (let i = 0; i < FEATURES; i++) files.set(`src/features/f${i}.ts`, featureModule(i));
+  return files;
+}
+
+// ------------------------------------------------------------------ a minimal in-memory host
+
+const sha = (text: string): string => `sha256:${createHash("sha256").update(text).digest("hex")}`;
+
+interface Entry {
+  name: string;
+  mode: "100644" | "040000";
+  digest: string;
+}
+
+class MemoryStore {
+  readonly blobs = new Map<string, Buffer>();
+  readonly trees = new Map<string, Entry[]>();
+
+  tree(files: ReadonlyMap<string, string>): string {
+    interface Dir {
+      files: Map<string, string>;
+      dirs: Map<string, Dir>;
+    }
+    const root: Dir = { files: new Map(), dirs: new Map() };
+    for (const [path, text] of files) {
+      const parts = path.split("/");
+      let dir = root;
+      for (const name of parts.slice(0, -1)) {
+        let next = dir.dirs.get(name);
+        if (next === undefined) {
+          next = { files: new Map(), dirs: new Map() };
+          dir.dirs.set(name, next);
+        }
+        dir = next;
+      }
+      dir.files.set(parts.at(-1) as string, text);
+    }
+    const encode = (dir: Dir): string => {
+      const entries: Entry[] = [];
+      for (const [name, text] of dir.files) {
+        const d = sha(text);
+        this.blobs.set(d, Buffer.from(text, "utf8"));
+        entries.push({ name, mode: "100644", digest: d });
+      }
+      for (const [name, sub] of dir.dirs) entries.push({ name, mode: "040000", digest: encode(sub) });
+      entries.sort((x, y) => (x.name < y.name ? -1 : 1));
+      const d = sha(JSON.stringify(entries));
+      this.trees.set(d, entries);
+      return d;
+    };
+    return encode(root);
+  }
+}
+
+interface ProviderProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly connection: MessageConnection;
+}
+
+async function launch(store: MemoryStore): Promise<ProviderProcess> {
+  const child = spawn(process.execPath, [PROVIDER], { stdio: ["pipe", "pipe", "pipe"] });
+  child.stderr.resume();
+  const connection = createMessageConnection(
+    new StreamMessageReader(child.stdout),
+    new StreamMessageWriter(child.stdin),
+  );
+  connection.onRequest(METHODS.readTree, (p: { digest: string }) => {
+    const entries = store.trees.get(p.digest);
+    if (entries === undefined) throw new Error(`no tree ${p.digest}`);
+    return { digest: p.digest, entries };
+  });
+  connection.onRequest(METHODS.readBlob, (p: { digest: string }) => {
+    const bytes = store.blobs.get(p.digest);
+    if (bytes === undefined) throw new Error(`no blob ${p.digest}`);
+    return { digest: p.digest, size: bytes.length, base64: bytes.toString("base64") };
+  });
+  connection.listen();
+  await connection.sendRequest(METHODS.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    host: { name: "asp-bench", version: "1.0.0" },
+    processId: process.pid,
+  });
+  await connection.sendNotification(METHODS.initialized, { grants: [] });
+  return { child, connection };
+}
+
+async function stop(p: ProviderProcess): Promise<void> {
+  const exited = new Promise<void>((resolve) => p.child.once("exit", () => resolve()));
+  await p.connection.sendRequest(METHODS.shutdown);
+  await p.connection.sendNotification(METHODS.exit);
+  await exited;
+  p.connection.dispose();
+}
+
+let requests = 0;
+async function assess(
+  p: ProviderProcess,
+  baseline: string,
+  changeset: { digest: string; base: string; after: string; changes: unknown[] } | null,
+): Promise<Assessment> {
+  const a = (await p.connection.sendRequest(METHODS.checkAssess, {
+    requestId: `bench-${++requests}`,
+    callSite: "gate",
+    baseline,
+    changeset,
+    requirements: [],
+    deadlineMs: 600_000,
+  })) as Assessment;
+  if (a.status !== "complete" || a.diagnostics.length > 0) {
+    throw new Error(`the provider answered ${a.status} with ${a.diagnostics.length} diagnostics on a clean project`);
+  }
+  return a;
+}
+
+function tscNoEmit(dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [TSC, "-p", dir, "--noEmit"], (error, stdout) => {
+      if (error) reject(new Error(`tsc --noEmit failed: ${stdout.slice(0, 2000)}`));
+      else resolve();
+    });
+  });
+}
+
+const suite: Suite = {
+  name: "typescript",
+  description:
+    "provider-typescript (subprocess over the protocol) cold and warm check of a 200-file project vs tsc --noEmit",
+  async run(ctx) {
+    const files = generateProject();
+    const dir = mkdtempSync(join(tmpdir(), "asp-bench-ts-"));
+    try {
+      for (const [path, text] of files) {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeFileSync(join(dir, path), text);
+      }
+      ctx.progress(`generated ${files.size - 2} TypeScript files in ${dir}`);
+      const store = new MemoryStore();
+      const baseline = store.tree(files);
+      const tsc = () => tscNoEmit(dir);
+
+      ctx.report(
+        await compare({
+          name: "provider-typescript cold check (new process, 200 files via callbacks)",
+          baselineName: "tsc --noEmit (new process)",
+          baseline: tsc,
+          subject: async () => {
+            const p = await launch(store);
+            await assess(p, baseline, null);
+            await stop(p);
+          },
+          rounds: 3,
+          warmup: 1,
+          target: 1.5,
+        }),
+      );
+
+      const warm = await launch(store);
+      try {
+        await assess(warm, baseline, null);
+        let edit = 0;
+        const i = Number(/f(\d+)\.ts$/.exec(EDITED)?.[1]);
+        let checked = 0;
+        ctx.report(
+          await compare({
+            name: `provider-typescript warm check after a one-file change (${EDITED})`,
+            baselineName: "tsc --noEmit (new process)",
+            baseline: tsc,
+            subject: async () => {
+              edit++;
+              const after = new Map(files).set(EDITED, featureModule(i, edit));
+              const tree = store.tree(after);
+              const before = files.get(EDITED) as string;
+              const a = await assess(warm, baseline, {
+                digest: sha(`${baseline}->${tree}`),
+                base: baseline,
+                after: tree,
+                changes: [
+                  { path: EDITED, kind: "modified", before: sha(before), after: sha(after.get(EDITED) as string) },
+                ],
+              });
+              checked = a.coverage?.paths ?? 0;
+            },
+            rounds: 5,
+            warmup: 1,
+            target: 0.3,
+          }),
+        );
+        ctx.progress(`warm check covered ${checked} files (the edited one and its importers)`);
+      } finally {
+        await stop(warm);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
+
+export default suite;
