@@ -132,8 +132,10 @@ export function checkPackage(
       });
     }
   }
+  // Build tools a package runs but never imports: the plugin packer.
+  const buildTools = new Set(["@asp/test-utils", "@asp/plugin-pack"]);
   for (const dep of Object.keys(pkg.manifest.devDependencies ?? {})) {
-    if (dep.startsWith("@asp/") && dep !== "@asp/test-utils" && !allowed.has(dep)) {
+    if (dep.startsWith("@asp/") && !buildTools.has(dep) && !allowed.has(dep)) {
       violations.push({
         file: `${pkg.dir}/package.json`,
         specifier: dep,

@@ -148,8 +148,11 @@ export class Host {
     const timeout = this.budgets.timeoutMs[callSite];
     const started = performance.now();
 
+    // check/assess goes only to providers whose trusted manifest declares `check`; an edit- or
+    // inspect-only provider is not a check source, so it neither runs nor degrades check coverage.
+    const checkers = this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check"));
     const evaluations = await Promise.all(
-      this.supervisors.map(async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome }> => {
+      checkers.map(async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome }> => {
         const m = sup.provider.manifest;
         const grants = verifiedGrants(policy, m, callSite);
         progress({ phase: "provider-start", provider: m.id });

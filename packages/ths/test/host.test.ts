@@ -32,4 +32,25 @@ describe("Host", () => {
       expect(gating[0]?.provenance).toEqual({ source: "ts", authenticated: true });
     });
   });
+
+  describe("when an edit-only provider is installed beside a check provider", () => {
+    const ts = manifest("fake-honest-ts", { source: "ts" });
+    // fake-unsupported would answer check/assess `unsupported`; with an edit-only manifest the
+    // host must not ask it at all, so it can neither run nor degrade check coverage.
+    const editor = {
+      ...manifest("fake-unsupported", { id: "editor" }),
+      capabilities: ["edit" as const],
+      diagnosticSources: [],
+    };
+    const hostP = testHost({ policy: policyFor([ts]), providers: [ts, editor] });
+    afterAll(async () => (await hostP).host.close());
+
+    it("routes check/assess only to providers whose trusted manifest declares check", async () => {
+      const { host } = await hostP;
+      const { envelope } = await host.gate({ repo: tempRepo() });
+      expect(envelope.decision).toBe("allow");
+      expect(envelope.coverage.degraded).toEqual([]);
+      expect(envelope.authority.map((a) => a.providerId)).toEqual(["fake-honest-ts"]);
+    });
+  });
 });
