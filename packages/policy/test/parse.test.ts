@@ -39,7 +39,6 @@ describe("parsePolicy", () => {
     it("activates the example policy and the test fixture", () => {
       const example = parsePolicy(readFileSync(EXAMPLE, "utf8"));
       expect(example.document.requirements.map((r) => r.id)).toEqual(["types", "secrets"]);
-      expect(example.document.grants).toEqual([]);
       expect(isActivePolicy(parsePolicy(basePolicy()))).toBe(true);
     });
 
