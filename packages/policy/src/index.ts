@@ -67,4 +67,4 @@ export {
 export type { EffectiveSeverity, ProviderAuthority, SeverityCeiling } from "./severity.js";
 export { capNote, effectiveSeverity, severityCeiling, severityRank } from "./severity.js";
 export type { PolicySource, PolicyText } from "./source.js";
-export { loadPolicy } from "./source.js";
+export { loadPolicy, POLICY_TOKENS } from "./source.js";

@@ -1,3 +1,4 @@
+import type { InjectionToken } from "@asp/evidence";
 import { type ActivePolicy, type PolicyOrigin, parsePolicy } from "./parse.js";
 
 /** Policy text as a trusted source produced it, with where it came from. */
@@ -36,3 +37,12 @@ export async function loadPolicy(source: PolicySource): Promise<ActivePolicy> {
         : "policy";
   return parsePolicy(text, { origin, what: where });
 }
+
+/**
+ * DI tokens of the seams this package owns (DESIGN §3 `TOKENS.PolicySource`). `Symbol.for` keys,
+ * so two copies of the package agree. A composing host registers the base-branch or file source
+ * of its trusted policy under `PolicySource`.
+ */
+export const POLICY_TOKENS = {
+  PolicySource: Symbol.for("asp.policy.PolicySource") as InjectionToken<PolicySource>,
+} as const;

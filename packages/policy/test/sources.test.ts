@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadPolicy, type PolicySource } from "../src/index.js";
+import { loadPolicy, POLICY_TOKENS, type PolicySource } from "../src/index.js";
 import { createFilePolicySource, createGitPolicySource } from "../src/node/index.js";
 import { basePolicy } from "./fixtures/policies.js";
 
@@ -103,6 +103,12 @@ describe("createFilePolicySource", () => {
     await expect(createFilePolicySource({ path: "/nonexistent/asp.policy.json" }).read()).rejects.toThrowWithCode(
       "ASP_POLICY_SOURCE_UNREADABLE",
     );
+  });
+});
+
+describe("POLICY_TOKENS", () => {
+  it("uses a global symbol, so two copies of the package agree on the token", () => {
+    expect(POLICY_TOKENS.PolicySource).toBe(Symbol.for("asp.policy.PolicySource"));
   });
 });
 
