@@ -17,7 +17,7 @@ function shBlocks(markdown: string): string[] {
 describe("README and CI", () => {
   it("the README has the two commands, and .ci/run runs exactly the test one", () => {
     const [main, test] = shBlocks(readme);
-    expect(main).toContain("pnpm asp status");
+    expect(main).toContain("pnpm asp gate --config examples/asp.host.json --repo examples/demo-repo");
     expect(test).toBe("corepack enable && pnpm install --frozen-lockfile && pnpm test");
     const commands = ciRun
       .split("\n")

@@ -53,7 +53,7 @@ export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promi
 const EXIT_OF = { allow: EXIT.allow, deny: EXIT.deny, indeterminate: EXIT.indeterminate } as const;
 
 /** The human rendering of a decision envelope. */
-export function renderEnvelope(envelope: DecisionEnvelope): string {
+export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): string {
   const lines = [
     `${envelope.decision.toUpperCase()} (${envelope.callSite})  decision ${envelope.decisionId}`,
     `baseline ${envelope.baseline}${envelope.changeset === null ? "" : `  changeset ${envelope.changeset}`}`,
@@ -76,7 +76,10 @@ export function renderEnvelope(envelope: DecisionEnvelope): string {
     if (f.nextStep !== undefined) lines.push(`    next: ${f.nextStep}`);
   }
   lines.push(
-    `assurance ${envelope.assurance.mode}${envelope.assurance.directWriteRisk ? " (direct-write-risk)" : ""}  receipt ${envelope.receipt?.id ?? "-"}`,
+    `assurance ${envelope.assurance.mode}${envelope.assurance.directWriteRisk ? " (direct-write-risk)" : ""}`,
+    envelope.receipt === undefined
+      ? "receipt  -"
+      : `receipt  ${envelope.receipt.id} stored in ${storeDir ?? envelope.receipt.location} (asp receipts show ${envelope.receipt.id})`,
   );
   return lines.join("\n");
 }
@@ -119,7 +122,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
       ...(callSite === "sweep" ? { wholeTree: true } : {}),
       onProgress: progressLine(ctx, verb),
     });
-    ctx.print(renderEnvelope(envelope), envelope);
+    ctx.print(renderEnvelope(envelope, config.store), envelope);
     ctx.setExit(EXIT_OF[envelope.decision]);
   } finally {
     await host.close();
