@@ -23,10 +23,10 @@ describe("package shape", () => {
       expect(m.files).toContain("dist");
       if (dir.startsWith("packages/")) expect(m.sideEffects).toBe(false);
     });
-    it("has build, typecheck and test scripts, a README with an example, and src/index.ts", () => {
-      expect(Object.keys(m.scripts ?? {})).toEqual(expect.arrayContaining(["build", "typecheck", "test"]));
+    it("has build, typecheck, test and lint scripts, a README with an example, and src/index.ts", () => {
+      expect(Object.keys(m.scripts ?? {})).toEqual(expect.arrayContaining(["build", "typecheck", "test", "lint"]));
       const readme = read(`${dir}/README.md`);
-      expect(readme).toMatch(/```(ts|sh)/);
+      expect(readme).toMatch(/```(ts|js|sh)/);
       expect(existsSync(join(ROOT, dir, "src/index.ts"))).toBe(true);
     });
     it("never re-exports internals with export *", () => {
