@@ -23,9 +23,24 @@ export interface HostConfig {
   readonly providers: readonly ProviderManifest[];
   /** Extra snapshot excludes in gitignore syntax. */
   readonly excludes: readonly string[];
+  /**
+   * Repository-relative path of the repository's own policy file, assessed as a pending
+   * candidate against the trusted policy when a change edits it (host §7). Never trusted itself.
+   */
+  readonly candidatePolicy: string | null;
 }
 
-const KEYS = new Set(["$schema", "store", "policy", "trustRoots", "plugins", "providers", "excludes", "description"]);
+const KEYS = new Set([
+  "$schema",
+  "store",
+  "policy",
+  "trustRoots",
+  "plugins",
+  "providers",
+  "excludes",
+  "candidatePolicy",
+  "description",
+]);
 
 function bad(path: string, pointer: string, message: string): never {
   throw new ThsError("ASP_THS_BAD_CONFIG", `${path}: ${pointer || "/"} ${message}`, { data: { path, pointer } });
@@ -70,7 +85,22 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     plugins: strings(path, obj, "plugins").map(at),
     providers,
     excludes: strings(path, obj, "excludes"),
+    candidatePolicy: candidatePolicyPath(path, obj.candidatePolicy),
   };
+}
+
+function candidatePolicyPath(path: string, value: unknown): string | null {
+  if (value === undefined) return null;
+  // A path inside the candidate repository: relative, normalized, never escaping it.
+  if (
+    typeof value !== "string" ||
+    value === "" ||
+    isAbsolute(value) ||
+    value.split("/").some((seg) => seg === "" || seg === "." || seg === "..")
+  ) {
+    bad(path, "/candidatePolicy", "must be a normalized path relative to the repository (e.g. asp.policy.json)");
+  }
+  return value as string;
 }
 
 /**

@@ -18,6 +18,7 @@ import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure
 import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
+import { candidatePolicyFailures } from "./policy-change.js";
 import { authorityEvidence, initializedGrants, requiredRequirements, verifiedGrants } from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
 import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
@@ -43,6 +44,12 @@ export interface EvaluateOptions {
   readonly onProgress?: (event: ProgressEvent) => void;
   /** Requirement-level failures found outside the providers (e.g. policy self-authorization, host §7). */
   readonly requirementFailures?: readonly RequirementFailure[];
+  /**
+   * The repository-relative path of the repository's own (candidate) policy file. When the
+   * change edits it, the candidate is assessed against the active policy and any
+   * self-authorization attempt degrades coverage (host §7); it never decides this change.
+   */
+  readonly candidatePolicyPath?: string;
 }
 
 /** What an evaluation returns: the envelope (already durable) and its receipt. */
@@ -127,6 +134,10 @@ export class Host {
     });
     progress({ phase: "baseline", baseline: binding.baseline, changes: binding.changeset?.changes.length ?? null });
     const required = requiredRequirements(policy, callSite);
+    const policyFailures =
+      options.candidatePolicyPath === undefined
+        ? []
+        : await candidatePolicyFailures(policy, binding.changeset, options.candidatePolicyPath, this.objects);
     const cs = binding.changeset;
     const wireChangeset =
       cs === null
@@ -246,7 +257,7 @@ export class Host {
       required,
       providers,
       assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
-      ...(options.requirementFailures === undefined ? {} : { requirementFailures: options.requirementFailures }),
+      requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures],
       decisionId,
       decidedAt: this.clock.now().toISOString(),
     });

@@ -17,6 +17,7 @@ describe("host configuration", () => {
       plugins: [join(dir, "plugins")],
       providers: [],
       excludes: [],
+      candidatePolicy: null,
     });
   });
 
@@ -33,6 +34,16 @@ describe("host configuration", () => {
       "a shell string instead of argv",
       { store: "s", policy: "p", providers: [{ ...manifest("fake-hang"), args: "a b" }] },
       "ASP_THS_BAD_MANIFEST",
+    ],
+    [
+      "a candidate policy path escaping the repository",
+      { store: "s", policy: "p", candidatePolicy: "../asp.policy.json" },
+      "ASP_THS_BAD_CONFIG",
+    ],
+    [
+      "an absolute candidate policy path",
+      { store: "s", policy: "p", candidatePolicy: "/etc/asp.policy.json" },
+      "ASP_THS_BAD_CONFIG",
     ],
     [
       "a duplicate provider",

@@ -120,6 +120,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
       repo,
       ...(flags.base === undefined ? {} : { base: flags.base }),
       ...(callSite === "sweep" ? { wholeTree: true } : {}),
+      ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
       onProgress: progressLine(ctx, verb),
     });
     ctx.print(renderEnvelope(envelope, config.store), envelope);
