@@ -32,3 +32,8 @@ export const SDK_ERROR_CODES: readonly SdkErrorCode[] = Object.freeze([
 
 /** Thrown by `@asp/sdk`. */
 export class SdkError extends AspError<SdkErrorCode> {}
+
+/** The message of anything thrown (internal). */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -5,11 +5,18 @@
  *   protocol over stdio (vscode-jsonrpc), with content read only through host callbacks and
  *   `validAsOf` filled in by the SDK,
  * - {@link defineVerifier} and {@link defineSandbox}: in-process plugins declared in two phases
- *   (`register`, then `init` with typed dependencies), loaded by `@asp/plugin-host`.
+ *   (`register`, then `init` with typed dependencies), loaded by `@asp/plugin-host`,
+ * - {@link TreeLister}, {@link TextCache} and {@link ContentSource}: tree listings and blob texts
+ *   cached by digest across requests, for providers that keep a warm index.
+ *
+ * Test helpers (an in-memory repository, a host that drives a built provider as a subprocess)
+ * are in the second entry, `@asp/sdk/testing`.
  *
  * @packageDocumentation
  */
 
+export type { ContentSource, TreeListing } from "./content.js";
+export { TextCache, TreeLister, throwIfAborted } from "./content.js";
 export type { SdkErrorCode } from "./errors.js";
 export { SDK_ERROR_CODES, SdkError } from "./errors.js";
 export type {

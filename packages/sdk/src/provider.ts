@@ -30,7 +30,7 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
-import { SdkError } from "./errors.js";
+import { messageOf, SdkError } from "./errors.js";
 
 const PROVIDER_BRAND = "@asp/ProviderDefinition";
 
@@ -252,10 +252,6 @@ async function withErrorCode<T>(handler: () => Promise<T> | T): Promise<T> {
 
 const cancelledError = (): ResponseError<undefined> =>
   new ResponseError(PROTOCOL_ERRORS.requestCancelled, "request cancelled by the host");
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
   const onStdio = options.input === undefined && options.output === undefined;
