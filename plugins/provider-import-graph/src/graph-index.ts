@@ -1,4 +1,4 @@
-import { type ContentSource, TextCache, TreeLister } from "./content.js";
+import { type ContentSource, TextCache, TreeLister } from "@asp/sdk";
 import { buildImportGraph, type ImportGraph } from "./graph.js";
 import { isSourcePath, type ParsedModule, parseModule } from "./parse.js";
 

@@ -6,8 +6,9 @@
  * @packageDocumentation
  */
 
-export type { ContentSource, TreeListing } from "./content.js";
-export { TextCache, TreeLister } from "./content.js";
+// The content helpers moved to @asp/sdk; re-exported so existing imports keep working.
+export type { ContentSource, TreeListing } from "@asp/sdk";
+export { TextCache, TreeLister } from "@asp/sdk";
 export type { ImportGraphErrorCode } from "./errors.js";
 export { ImportGraphError } from "./errors.js";
 export type { ImpactEntry, ImportEdge, ImportGraph, SymbolSite } from "./graph.js";

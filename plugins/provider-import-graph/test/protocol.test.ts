@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { type Assessment, type InspectResult, validate } from "@asp/contracts";
-import { afterEach, describe, expect, it } from "vitest";
-import { TestHost } from "./host.js";
-import { digestOf, MemoryRepo } from "./memory-repo.js";
+import { blobDigest, builtEntry, MemoryRepo, TestHost } from "@asp/sdk/testing";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 
 const FILES: Record<string, string> = {
   "package.json": "{}\n",
@@ -13,22 +13,22 @@ const FILES: Record<string, string> = {
 };
 const AFTER = { ...FILES, "src/util.ts": "export const one = 1;\nexport const zero = 0;\n" };
 
+/** The built plugin entry; the protocol tests drive it as a real subprocess. */
+let ENTRY: string;
+beforeAll(() => {
+  ENTRY = builtEntry(fileURLToPath(new URL("..", import.meta.url)));
+}, 120_000);
+
 const hosts: TestHost[] = [];
 afterEach(() => {
   for (const h of hosts.splice(0)) h.kill();
 });
 
-function changeset(repo: MemoryRepo, before: Record<string, string>, after: Record<string, string>) {
-  const base = repo.tree(before);
-  const tree = repo.tree(after);
-  return { digest: digestOf(`${base}->${tree}`), base, after: tree, changes: MemoryRepo.changes(before, after) };
-}
-
 describe("the provider over the protocol (a real subprocess)", () => {
   it("initializes as asp.provider-import-graph, matching its manifest", async () => {
-    const host = new TestHost(new MemoryRepo());
+    const host = new TestHost(ENTRY);
     hosts.push(host);
-    const init = await host.start();
+    const init = await host.initialize();
     const manifest = JSON.parse(readFileSync(new URL("../asp-plugin.json", import.meta.url), "utf8")) as Record<
       string,
       unknown
@@ -41,15 +41,15 @@ describe("the provider over the protocol (a real subprocess)", () => {
       capabilities: manifest.capabilities,
     });
     expect(manifest.version).toBe(pkg.version);
-    expect(await host.stop()).toBe(0);
+    expect(await host.shutdown()).toBe(0);
   });
 
   it("answers impact, dependents and symbol queries bound to the baseline, warm on the second", async () => {
     const repo = new MemoryRepo();
-    const host = new TestHost(repo);
+    const host = new TestHost(ENTRY, { repo });
     hosts.push(host);
-    await host.start();
-    const cs = changeset(repo, FILES, AFTER);
+    await host.initialize();
+    const cs = repo.changeset(FILES, AFTER);
     const query = (requestId: string, q: Record<string, unknown>) =>
       host.request<InspectResult>("inspect/query", {
         requestId,
@@ -80,16 +80,16 @@ describe("the provider over the protocol (a real subprocess)", () => {
     const bad = await query("q4", { kind: "dependents" });
     expect(bad.status).toBe("error");
     expect(bad.error?.code).toBe("ASP_IMPORTS_BAD_QUERY");
-    expect(await host.stop()).toBe(0);
+    expect(await host.shutdown()).toBe(0);
   });
 
   it("answers incomplete when a file cannot be read", async () => {
     const repo = new MemoryRepo();
-    const host = new TestHost(repo);
+    const host = new TestHost(ENTRY, { repo });
     hosts.push(host);
-    await host.start();
-    const cs = changeset(repo, FILES, AFTER);
-    repo.refuse.add(digestOf(FILES["src/math.ts"] as string));
+    await host.initialize();
+    const cs = repo.changeset(FILES, AFTER);
+    repo.refuse.add(blobDigest(FILES["src/math.ts"] as string));
     const r = await host.request<InspectResult>("inspect/query", {
       requestId: "q1",
       baseline: cs.base,
@@ -104,10 +104,10 @@ describe("the provider over the protocol (a real subprocess)", () => {
 
   it("answers check/assess with an honest unsupported (inspect-only by default)", async () => {
     const repo = new MemoryRepo();
-    const host = new TestHost(repo);
+    const host = new TestHost(ENTRY, { repo });
     hosts.push(host);
-    await host.start();
-    const cs = changeset(repo, FILES, AFTER);
+    await host.initialize();
+    const cs = repo.changeset(FILES, AFTER);
     const a = await host.request<Assessment>("check/assess", {
       requestId: "a1",
       callSite: "gate",
@@ -123,12 +123,12 @@ describe("the provider over the protocol (a real subprocess)", () => {
 
   it("with --check, declares check and reports unresolved relative imports of the changed files", async () => {
     const repo = new MemoryRepo();
-    const host = new TestHost(repo, ["--check"]);
+    const host = new TestHost(ENTRY, { repo, args: ["--check"] });
     hosts.push(host);
-    const init = await host.start();
+    const init = await host.initialize();
     expect(init).toMatchObject({ capabilities: ["check", "inspect"], diagnosticSources: ["imports"] });
     const broken = { ...FILES, "src/index.ts": 'import { two } from "./maths.js";\nexport const four = two * 2;\n' };
-    const cs = changeset(repo, FILES, broken);
+    const cs = repo.changeset(FILES, broken);
     const a = await host.request<Assessment>("check/assess", {
       requestId: "a1",
       callSite: "gate",
@@ -150,7 +150,7 @@ describe("the provider over the protocol (a real subprocess)", () => {
   });
 
   it("refuses an unknown option with exit 64", async () => {
-    const host = new TestHost(new MemoryRepo(), ["--verbose"]);
+    const host = new TestHost(ENTRY, { args: ["--verbose"] });
     hosts.push(host);
     expect(await host.exited).toBe(64);
   });

@@ -3,33 +3,40 @@
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Assessment, validateAssessment } from "@asp/contracts";
+import { builtEntry, type Files, type MemoryChangeset, MemoryRepo, TestHost } from "@asp/sdk/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretFingerprint } from "../src/index.js";
 import { ALNUM, fake, UPPER_DIGITS } from "./fakes.js";
-import { builtEntry, type Files, fixture, ProviderProcess, type StoredObject } from "./harness.js";
 
 const PKG = join(dirname(fileURLToPath(import.meta.url)), "..");
 // One provider process serves every request of this file (as a host would); each request gets
-// its own requestId and the objects of its fixture.
-const objects = new Map<string, StoredObject>();
-let provider: ProviderProcess;
+// its own requestId, bound to the trees of its fixture.
+const repo = new MemoryRepo();
+let provider: TestHost;
 let requests = 0;
 
 beforeAll(async () => {
-  const entry = await builtEntry(PKG);
-  provider = new ProviderProcess([process.execPath, entry], objects);
+  const entry = builtEntry(PKG);
+  provider = new TestHost(entry, { repo });
   await provider.initialize();
 }, 120_000);
 
 afterAll(() => provider.kill());
 
+/** A base and an after tree with the changeset between them. */
+interface Fixture {
+  readonly base: string;
+  readonly after: string;
+  readonly changeset: MemoryChangeset;
+}
+
 async function assess(
   baseFiles: Files,
   afterFiles: Files,
   options: { callSite?: "gate" | "sweep"; whole?: boolean } = {},
-): Promise<{ assessment: Assessment; requestId: string; fx: ReturnType<typeof fixture> }> {
-  const fx = fixture(baseFiles, afterFiles);
-  for (const [k, v] of fx.objects) objects.set(k, v);
+): Promise<{ assessment: Assessment; requestId: string; fx: Fixture }> {
+  const changeset = repo.changeset(baseFiles, afterFiles);
+  const fx: Fixture = { base: changeset.base, after: changeset.after, changeset };
   const requestId = `req-${++requests}`;
   const assessment = await provider.request<Assessment>("check/assess", {
     requestId,
@@ -46,7 +53,7 @@ const BASE: Files = { "README.md": "# app\n", "src/app.ts": "export const app = 
 
 describe("provider-secrets over the protocol", () => {
   it("answers initialize with its identity, the secrets source and the check capability; exits 0 after shutdown", async () => {
-    const own = new ProviderProcess([process.execPath, await builtEntry(PKG)], new Map());
+    const own = new TestHost(builtEntry(PKG));
     const init = await own.initialize();
     expect(init).toMatchObject({
       provider: { id: "asp.provider-secrets", version: "0.1.0" },

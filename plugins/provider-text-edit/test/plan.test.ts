@@ -1,4 +1,5 @@
 import { validateEditPlan } from "@asp/contracts";
+import { blobDigest, type Files, MemoryRepo } from "@asp/sdk/testing";
 import { describe, expect, it } from "vitest";
 import {
   type BaselineReader,
@@ -9,9 +10,7 @@ import {
   planEdit,
   runSearchReplace,
 } from "../src/index.js";
-import { blobDigest, buildTree, type Files, type StoredObject } from "./harness.js";
 
-const enc = (s: string) => new TextEncoder().encode(s);
 const FILES: Files = {
   "README.md": "# demo\n",
   "src/a.ts": "export const a = 1;\nexport const b = 2;\n",
@@ -19,31 +18,19 @@ const FILES: Files = {
   "src/util/c.ts": "export function c() {\n  return 3;\n}\n",
   "assets/logo.bin": new Uint8Array([0x89, 0x50, 0x00, 0xff]),
 };
-const digest = (path: string) => {
-  const c = FILES[path] as string | Uint8Array;
-  return blobDigest(typeof c === "string" ? enc(c) : c);
-};
+const digest = (path: string) => blobDigest(FILES[path] as string | Uint8Array);
 
 /** An in-memory baseline (with one symlink `link -> src`), counting blob reads. */
 function baseline(): { reader: BaselineReader; blobReads: string[]; root: string } {
-  const objects = new Map<string, StoredObject>();
-  const root = buildTree(FILES, objects);
-  const rootTree = objects.get(root) as Extract<StoredObject, { kind: "tree" }>;
-  const linkTarget = enc("src");
-  objects.set(blobDigest(linkTarget), { kind: "blob", bytes: linkTarget });
-  rootTree.entries.push({ name: "link", mode: "120000", digest: blobDigest(linkTarget) });
+  const repo = new MemoryRepo();
+  const root = repo.tree({ ...FILES, link: { content: "src", mode: "120000" } });
   const blobReads: string[] = [];
   const reader = createBaselineReader(root, {
-    readTree: async (d) => {
-      const o = objects.get(d);
-      if (o?.kind !== "tree") throw new Error(`no tree ${d}`);
-      return o.entries;
-    },
+    readTree: async (d) => repo.readTree(d),
     readBlob: async (d) => {
-      const o = objects.get(d);
-      if (o?.kind !== "blob") throw new Error(`no blob ${d}`);
+      const bytes = repo.readBlob(d);
       blobReads.push(d);
-      return o.bytes;
+      return bytes;
     },
   });
   return { reader, blobReads, root };
@@ -324,11 +311,11 @@ describe("planEdit", () => {
     });
 
     it("refuses a catastrophic regex within its time budget instead of hanging", async () => {
-      const objects = new Map<string, StoredObject>();
-      const root = buildTree({ "big.txt": `${"a".repeat(40)}b` }, objects);
+      const repo = new MemoryRepo();
+      const root = repo.tree({ "big.txt": `${"a".repeat(40)}b` });
       const reader = createBaselineReader(root, {
-        readTree: async (d) => (objects.get(d) as Extract<StoredObject, { kind: "tree" }>).entries,
-        readBlob: async (d) => (objects.get(d) as Extract<StoredObject, { kind: "blob" }>).bytes,
+        readTree: async (d) => repo.readTree(d),
+        readBlob: async (d) => repo.readBlob(d),
       });
       const started = performance.now();
       await expect(

@@ -4,26 +4,18 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type EditPlan, validateEditPlan } from "@asp/contracts";
+import { blobDigest, builtEntry, MemoryRepo, RpcError, TestHost } from "@asp/sdk/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  blobDigest,
-  buildTree,
-  builtEntry,
-  type Files,
-  ProviderProcess,
-  RpcError,
-  type StoredObject,
-} from "./harness.js";
 
 const PKG = join(dirname(fileURLToPath(import.meta.url)), "..");
-const FILES: Files = {
+const FILES: Record<string, string> = {
   "README.md": "# demo\n",
   "src/a.ts": "export const a = 1;\nexport const b = 2;\n",
   "src/dup.ts": "x = 1;\nx = 1;\n",
 };
-const objects = new Map<string, StoredObject>();
-const baseline = buildTree(FILES, objects);
-const digest = (p: string) => blobDigest(new TextEncoder().encode(FILES[p] as string));
+const memory = new MemoryRepo();
+const baseline = memory.tree(FILES);
+const digest = (p: string) => blobDigest(FILES[p] as string);
 
 /** Every operation kind, as intents. */
 const INTENTS = [
@@ -57,21 +49,21 @@ const INTENTS = [
 ] as const;
 
 let entry: string;
-let provider: ProviderProcess;
+let provider: TestHost;
 let requests = 0;
-const propose = (p: ProviderProcess, intent: unknown, requestId = `req-${++requests}`) =>
+const propose = (p: TestHost, intent: unknown, requestId = `req-${++requests}`) =>
   p.request<EditPlan>("edit/propose", { requestId, baseline, intent, deadlineMs: 10_000 });
 
 beforeAll(async () => {
-  entry = await builtEntry(PKG);
-  provider = new ProviderProcess([process.execPath, entry], objects);
+  entry = builtEntry(PKG);
+  provider = new TestHost(entry, { repo: memory });
   await provider.initialize();
 }, 120_000);
 afterAll(() => provider.kill());
 
 describe("provider-text-edit over the protocol", () => {
   it("declares the edit capability only, with no diagnostic source", async () => {
-    const own = new ProviderProcess([process.execPath, entry], objects);
+    const own = new TestHost(entry, { repo: memory });
     const init = await own.initialize();
     expect(init).toMatchObject({
       provider: { id: "asp.provider-text-edit", version: "0.1.0" },
@@ -172,11 +164,11 @@ describe("provider-text-edit over the protocol", () => {
       const dirs = [repo, join(repo, "src")];
       for (const d of dirs) chmodSync(d, 0o555);
       // Node's permission model: reads allowed, every file-system write denied to the process.
-      const jailed = new ProviderProcess(
-        [process.execPath, "--experimental-permission", "--allow-fs-read=*", entry],
-        objects,
-        { cwd: repo },
-      );
+      const jailed = new TestHost(entry, {
+        repo: memory,
+        nodeArgs: ["--experimental-permission", "--allow-fs-read=*"],
+        cwd: repo,
+      });
       try {
         await jailed.initialize();
         for (const intent of INTENTS) {

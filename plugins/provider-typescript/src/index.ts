@@ -6,6 +6,9 @@
  * @packageDocumentation
  */
 
+// The content helpers moved to @asp/sdk; re-exported so existing imports keep working.
+export type { ContentSource, TreeListing } from "@asp/sdk";
+export { TextCache, TreeLister } from "@asp/sdk";
 export type {
   CheckChange,
   CheckRequest,
@@ -16,8 +19,6 @@ export type {
   TypeScriptCheckerOptions,
 } from "./checker.js";
 export { createTypeScriptChecker, locateLibDir, toAspDiagnostics } from "./checker.js";
-export type { ContentSource, TreeListing } from "./content.js";
-export { TextCache, TreeLister } from "./content.js";
 export type { TypeScriptProviderErrorCode } from "./errors.js";
 export { TypeScriptProviderError } from "./errors.js";
 export type { FingerprintInput } from "./fingerprint.js";

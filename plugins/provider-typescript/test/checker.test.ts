@@ -1,6 +1,6 @@
+import { blobDigest, MemoryRepo } from "@asp/sdk/testing";
 import { describe, expect, it } from "vitest";
 import { type CheckResult, createTypeScriptChecker, type TypeScriptChecker } from "../src/index.js";
-import { MemoryRepo } from "./memory-repo.js";
 
 const tsconfig = (compilerOptions: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({
@@ -171,7 +171,7 @@ describe("createTypeScriptChecker", () => {
       const repo = new MemoryRepo();
       const after = { ...BASE, "src/index.ts": BAD_INDEX };
       const tree = repo.tree(after);
-      for (const [d, text] of repo.blobs) if (text === BASE["src/math.ts"]) repo.refuse.add(d);
+      repo.refuse.add(blobDigest(BASE["src/math.ts"] as string));
       const r = await createTypeScriptChecker().check(
         { tree, changes: MemoryRepo.changes(BASE, after) },
         repo.source(),

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { type Assessment, validateAssessment } from "@asp/contracts";
-import { afterEach, describe, expect, it } from "vitest";
-import { TestHost } from "./host.js";
-import { digestOf, MemoryRepo } from "./memory-repo.js";
+import { builtEntry, MemoryRepo, TestHost } from "@asp/sdk/testing";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 
 const FILES: Record<string, string> = {
   "package.json": JSON.stringify({ name: "demo", type: "module" }),
@@ -16,6 +16,12 @@ const FILES: Record<string, string> = {
 const BAD = { ...FILES, "src/index.ts": `${FILES["src/index.ts"]}export const label: number = "three";\n` };
 const FIXED = { ...FILES, "src/index.ts": `${FILES["src/index.ts"]}export const label: string = "three";\n` };
 
+/** The built plugin entry; the protocol tests drive it as a real subprocess. */
+let ENTRY: string;
+beforeAll(() => {
+  ENTRY = builtEntry(fileURLToPath(new URL("..", import.meta.url)));
+}, 120_000);
+
 const hosts: TestHost[] = [];
 afterEach(() => {
   for (const h of hosts.splice(0)) h.kill();
@@ -27,13 +33,12 @@ function assessParams(
   before: Record<string, string>,
   after: Record<string, string>,
 ) {
-  const base = repo.tree(before);
-  const tree = repo.tree(after);
+  const changeset = repo.changeset(before, after);
   return {
     requestId,
     callSite: "gate",
-    baseline: base,
-    changeset: { digest: digestOf(`${base}->${tree}`), base, after: tree, changes: MemoryRepo.changes(before, after) },
+    baseline: changeset.base,
+    changeset,
     requirements: ["typecheck"],
     deadlineMs: 60_000,
   };
@@ -41,9 +46,9 @@ function assessParams(
 
 describe("the provider over the protocol (a real subprocess)", () => {
   it("initializes as asp.provider-typescript with source ts, matching its manifest", async () => {
-    const host = new TestHost(new MemoryRepo());
+    const host = new TestHost(ENTRY);
     hosts.push(host);
-    const init = await host.start();
+    const init = await host.initialize();
     const manifest = JSON.parse(readFileSync(new URL("../asp-plugin.json", import.meta.url), "utf8")) as Record<
       string,
       unknown
@@ -56,14 +61,14 @@ describe("the provider over the protocol (a real subprocess)", () => {
       capabilities: manifest.capabilities,
     });
     expect(manifest.version).toBe(pkg.version);
-    expect(await host.stop()).toBe(0);
+    expect(await host.shutdown()).toBe(0);
   });
 
   it("denies-worthy change -> ts/2322 bound to what it read; fixed change -> clean; refused blob -> incomplete", async () => {
     const repo = new MemoryRepo();
-    const host = new TestHost(repo);
+    const host = new TestHost(ENTRY, { repo });
     hosts.push(host);
-    await host.start();
+    await host.initialize();
 
     const p1 = assessParams(repo, "r1", FILES, BAD);
     const a1 = await host.request<Assessment>("check/assess", p1);
@@ -97,11 +102,11 @@ describe("the provider over the protocol (a real subprocess)", () => {
     expect(a3.status).toBe("incomplete");
     expect(a3.coverage?.missing).toEqual(["src/math.ts"]);
 
-    expect(await host.stop()).toBe(0);
+    expect(await host.shutdown()).toBe(0);
   });
 
   it("refuses a bad command line with exit 64 and nothing on stdout", async () => {
-    const host = new TestHost(new MemoryRepo(), ["--scope", "everything"]);
+    const host = new TestHost(ENTRY, { args: ["--scope", "everything"] });
     hosts.push(host);
     let out = "";
     host.child.stdout.on("data", (c: Buffer) => {
