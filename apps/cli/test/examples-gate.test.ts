@@ -124,4 +124,13 @@ export function summarize(label: string, values: readonly number[]): Report {
     expect(r.stdout).toMatch(/receipt {2}rcpt-\S+ stored in \S+/);
     expect(r.code).toBe(0);
   });
+
+  it.each(PLUGINS)("the signed %s passes the conformance kit (asp conformance --plugin)", (name) => {
+    const dir = join(REPO_ROOT, "plugins", name, "dist", "plugin");
+    const r = runBinary(["conformance", "--json", "--plugin", dir]);
+    const report = JSON.parse(r.stdout) as { passed: boolean; checks: Array<{ id: string; status: string }> };
+    expect(report.checks.filter((c) => c.status !== "pass")).toEqual([]);
+    expect(report.passed).toBe(true);
+    expect(r.code).toBe(0);
+  });
 });
