@@ -1,10 +1,10 @@
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { type Assessment, METHODS, PROTOCOL_VERSION } from "@asp/contracts";
+import { blobDigest, MemoryRepo } from "@asp/sdk/testing";
 import {
   createMessageConnection,
   type MessageConnection,
@@ -124,74 +124,24 @@ function generateProject(): Map<string, string> {
 
 // ------------------------------------------------------------------ a minimal in-memory host
 
-const sha = (text: string): string => `sha256:${createHash("sha256").update(text).digest("hex")}`;
-
-interface Entry {
-  name: string;
-  mode: "100644" | "040000";
-  digest: string;
-}
-
-class MemoryStore {
-  readonly blobs = new Map<string, Buffer>();
-  readonly trees = new Map<string, Entry[]>();
-
-  tree(files: ReadonlyMap<string, string>): string {
-    interface Dir {
-      files: Map<string, string>;
-      dirs: Map<string, Dir>;
-    }
-    const root: Dir = { files: new Map(), dirs: new Map() };
-    for (const [path, text] of files) {
-      const parts = path.split("/");
-      let dir = root;
-      for (const name of parts.slice(0, -1)) {
-        let next = dir.dirs.get(name);
-        if (next === undefined) {
-          next = { files: new Map(), dirs: new Map() };
-          dir.dirs.set(name, next);
-        }
-        dir = next;
-      }
-      dir.files.set(parts.at(-1) as string, text);
-    }
-    const encode = (dir: Dir): string => {
-      const entries: Entry[] = [];
-      for (const [name, text] of dir.files) {
-        const d = sha(text);
-        this.blobs.set(d, Buffer.from(text, "utf8"));
-        entries.push({ name, mode: "100644", digest: d });
-      }
-      for (const [name, sub] of dir.dirs) entries.push({ name, mode: "040000", digest: encode(sub) });
-      entries.sort((x, y) => (x.name < y.name ? -1 : 1));
-      const d = sha(JSON.stringify(entries));
-      this.trees.set(d, entries);
-      return d;
-    };
-    return encode(root);
-  }
-}
-
 interface ProviderProcess {
   readonly child: ChildProcessWithoutNullStreams;
   readonly connection: MessageConnection;
 }
 
-async function launch(store: MemoryStore): Promise<ProviderProcess> {
+async function launch(store: MemoryRepo): Promise<ProviderProcess> {
   const child = spawn(process.execPath, [PROVIDER], { stdio: ["pipe", "pipe", "pipe"] });
   child.stderr.resume();
   const connection = createMessageConnection(
     new StreamMessageReader(child.stdout),
     new StreamMessageWriter(child.stdin),
   );
-  connection.onRequest(METHODS.readTree, (p: { digest: string }) => {
-    const entries = store.trees.get(p.digest);
-    if (entries === undefined) throw new Error(`no tree ${p.digest}`);
-    return { digest: p.digest, entries };
-  });
+  connection.onRequest(METHODS.readTree, (p: { digest: string }) => ({
+    digest: p.digest,
+    entries: store.readTree(p.digest),
+  }));
   connection.onRequest(METHODS.readBlob, (p: { digest: string }) => {
-    const bytes = store.blobs.get(p.digest);
-    if (bytes === undefined) throw new Error(`no blob ${p.digest}`);
+    const bytes = Buffer.from(store.readBlob(p.digest));
     return { digest: p.digest, size: bytes.length, base64: bytes.toString("base64") };
   });
   connection.listen();
@@ -254,8 +204,8 @@ const suite: Suite = {
         writeFileSync(join(dir, path), text);
       }
       ctx.progress(`generated ${files.size - 2} TypeScript files in ${dir}`);
-      const store = new MemoryStore();
-      const baseline = store.tree(files);
+      const store = new MemoryRepo();
+      const baseline = store.tree(Object.fromEntries(files));
       const tsc = () => tscNoEmit(dir);
 
       ctx.report(
@@ -288,14 +238,19 @@ const suite: Suite = {
             subject: async () => {
               edit++;
               const after = new Map(files).set(EDITED, featureModule(i, edit));
-              const tree = store.tree(after);
+              const tree = store.tree(Object.fromEntries(after));
               const before = files.get(EDITED) as string;
               const a = await assess(warm, baseline, {
-                digest: sha(`${baseline}->${tree}`),
+                digest: blobDigest(`${baseline}->${tree}`),
                 base: baseline,
                 after: tree,
                 changes: [
-                  { path: EDITED, kind: "modified", before: sha(before), after: sha(after.get(EDITED) as string) },
+                  {
+                    path: EDITED,
+                    kind: "modified",
+                    before: blobDigest(before),
+                    after: blobDigest(after.get(EDITED) as string),
+                  },
                 ],
               });
               checked = a.coverage?.paths ?? 0;
