@@ -13,10 +13,17 @@ export interface StatRow {
   readonly digest: Digest;
 }
 
-/** What it remembers about one non-empty directory: its tree id and entry count. */
+/**
+ * What it remembers about one non-empty directory: its tree id and entry count, and the rows of
+ * the files and links it tracks, `names[i]` owning `rows[i]`, in the order the directory listed
+ * them. A re-snapshot walks the same listing in the same order, so it finds each row by position
+ * (a string comparison) instead of building the file's path and hashing it into a map.
+ */
 export interface DirRow {
   readonly tree: Digest;
   readonly count: number;
+  readonly names: readonly string[];
+  readonly rows: readonly StatRow[];
 }
 
 /** The whole cache as one snapshot left it. */
@@ -28,8 +35,10 @@ export interface StatCacheData {
   readonly rules: string;
   /** `.gitignore` text per directory that had one. */
   readonly ignores: ReadonlyMap<string, string>;
+  /** Per directory (relative path, "" for the root). */
   readonly dirs: ReadonlyMap<string, DirRow>;
-  readonly rows: ReadonlyMap<string, StatRow>;
+  /** Rows over all directories. */
+  readonly files: number;
   /** The cache file's own mtime: rows at or after it are "racily clean" and re-hashed (git's rule). */
   readonly writtenAtMs: number;
 }
@@ -47,7 +56,8 @@ export interface StatCache {
   reset(): void;
 }
 
-const MAGIC = Buffer.from("ASPSTAT\x02", "latin1");
+const MAGIC = Buffer.from("ASPSTAT\x03", "latin1");
+/** Name length, size, mtime, ctime, inode, mode, digest. */
 const ROW_FIXED = 2 + 8 * 4 + 4 + 32;
 
 interface Fingerprint {
@@ -56,37 +66,51 @@ interface Fingerprint {
   readonly ino: number;
 }
 
+interface Header {
+  hasher: string;
+  store: string | null;
+  rules: string;
+  ignores: Array<[string, string]>;
+  /** [path, tree, entry count, rows]; the rows follow the header in this order. */
+  dirs: Array<[string, string, number, number]>;
+}
+
+/**
+ * Format 3: magic, u32 header length, JSON header, then every row as (u16 name length, UTF-8
+ * name, f64 size, mtime, ctime, inode, u32 mode, 32 digest bytes), directory by directory.
+ */
 function decode(buf: Buffer, writtenAtMs: number): StatCacheData | undefined {
-  if (buf.length < MAGIC.length + 8 || !buf.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
+  if (buf.length < MAGIC.length + 4 || !buf.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
   let o = MAGIC.length;
   const headerLen = buf.readUInt32LE(o);
   o += 4;
-  const header = JSON.parse(buf.toString("utf8", o, o + headerLen)) as {
-    hasher: string;
-    store: string | null;
-    rules: string;
-    ignores: Array<[string, string]>;
-    dirs: Array<[string, string, number]>;
-  };
+  if (o + headerLen > buf.length) return undefined;
+  const header = JSON.parse(buf.toString("utf8", o, o + headerLen)) as Header;
   o += headerLen;
-  const count = buf.readUInt32LE(o);
-  o += 4;
-  const rows = new Map<string, StatRow>();
-  for (let i = 0; i < count; i++) {
-    if (o + ROW_FIXED > buf.length) return undefined;
-    const len = buf.readUInt16LE(o);
-    o += 2;
-    const path = buf.toString("utf8", o, o + len);
-    o += len;
-    rows.set(path, {
-      size: buf.readDoubleLE(o),
-      mtimeMs: buf.readDoubleLE(o + 8),
-      ctimeMs: buf.readDoubleLE(o + 16),
-      ino: buf.readDoubleLE(o + 24),
-      mode: buf.readUInt32LE(o + 32),
-      digest: `sha256:${buf.toString("hex", o + 36, o + 68)}`,
-    });
-    o += 36 + 32;
+  const dirs = new Map<string, DirRow>();
+  let files = 0;
+  for (const [path, tree, count, n] of header.dirs) {
+    const names: string[] = new Array(n);
+    const rows: StatRow[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      if (o + ROW_FIXED > buf.length) return undefined;
+      const len = buf.readUInt16LE(o);
+      o += 2;
+      if (o + len + ROW_FIXED - 2 > buf.length) return undefined;
+      names[i] = buf.toString("utf8", o, o + len);
+      o += len;
+      rows[i] = {
+        size: buf.readDoubleLE(o),
+        mtimeMs: buf.readDoubleLE(o + 8),
+        ctimeMs: buf.readDoubleLE(o + 16),
+        ino: buf.readDoubleLE(o + 24),
+        mode: buf.readUInt32LE(o + 32),
+        digest: `sha256:${buf.toString("hex", o + 36, o + 68)}`,
+      };
+      o += 36 + 32;
+    }
+    files += n;
+    dirs.set(path, { tree: tree as Digest, count, names, rows });
   }
   if (o !== buf.length) return undefined;
   return {
@@ -94,46 +118,58 @@ function decode(buf: Buffer, writtenAtMs: number): StatCacheData | undefined {
     store: header.store,
     rules: header.rules,
     ignores: new Map(header.ignores),
-    dirs: new Map(header.dirs.map(([d, tree, n]) => [d, { tree: tree as Digest, count: n }])),
-    rows,
+    dirs,
+    files,
     writtenAtMs,
   };
 }
 
 function encode(data: Omit<StatCacheData, "writtenAtMs">): Buffer {
+  const dirs: Header["dirs"] = [];
+  let size = 0;
+  for (const [path, d] of data.dirs) {
+    // A name is one path segment (at most 255 bytes on every supported system); a longer one
+    // would not fit its length field, so that directory's rows are simply not cached.
+    let n = d.names.length;
+    let bytes = 0;
+    for (const name of d.names) {
+      const len = Buffer.byteLength(name, "utf8");
+      if (len > 0xffff) n = 0;
+      bytes += ROW_FIXED + len;
+    }
+    if (n > 0) size += bytes;
+    dirs.push([path, d.tree, d.count, n]);
+  }
   const header = Buffer.from(
     JSON.stringify({
       hasher: data.hasher,
       store: data.store,
       rules: data.rules,
       ignores: [...data.ignores],
-      dirs: [...data.dirs].map(([d, r]) => [d, r.tree, r.count]),
-    }),
+      dirs,
+    } satisfies Header),
     "utf8",
   );
-  let size = MAGIC.length + 4 + header.length + 4;
-  for (const path of data.rows.keys()) size += ROW_FIXED + Buffer.byteLength(path, "utf8");
-  const buf = Buffer.allocUnsafe(size);
+  const buf = Buffer.allocUnsafe(MAGIC.length + 4 + header.length + size);
   let o = MAGIC.copy(buf, 0);
   o = buf.writeUInt32LE(header.length, o);
   o += header.copy(buf, o);
-  const countAt = o;
-  o += 4;
-  let count = 0;
-  for (const [path, r] of data.rows) {
-    const len = buf.write(path, o + 2, "utf8");
-    if (len > 0xffff) continue; // a path this long is simply not cached
-    buf.writeUInt16LE(len, o);
-    o += 2 + len;
-    o = buf.writeDoubleLE(r.size, o);
-    o = buf.writeDoubleLE(r.mtimeMs, o);
-    o = buf.writeDoubleLE(r.ctimeMs, o);
-    o = buf.writeDoubleLE(r.ino, o);
-    o = buf.writeUInt32LE(r.mode, o);
-    o += buf.write(r.digest.slice(7), o, "hex");
-    count++;
+  let i = 0;
+  for (const d of data.dirs.values()) {
+    const n = (dirs[i++] as Header["dirs"][number])[3];
+    for (let k = 0; k < n; k++) {
+      const len = buf.write(d.names[k] as string, o + 2, "utf8");
+      buf.writeUInt16LE(len, o);
+      o += 2 + len;
+      const r = d.rows[k] as StatRow;
+      o = buf.writeDoubleLE(r.size, o);
+      o = buf.writeDoubleLE(r.mtimeMs, o);
+      o = buf.writeDoubleLE(r.ctimeMs, o);
+      o = buf.writeDoubleLE(r.ino, o);
+      o = buf.writeUInt32LE(r.mode, o);
+      o += buf.write(r.digest.slice(7), o, "hex");
+    }
   }
-  buf.writeUInt32LE(count, countAt);
   return buf.subarray(0, o);
 }
 
@@ -190,7 +226,7 @@ export class FileStatCache implements StatCache {
       memo.data.store === data.store &&
       memo.data.rules === data.rules &&
       memo.data.hasher === data.hasher &&
-      (this.#drift + changed) * 64 <= data.rows.size
+      (this.#drift + changed) * 64 <= data.files
     ) {
       this.#drift += changed;
       this.#memo = { data: { ...data, writtenAtMs: memo.data.writtenAtMs }, file: memo.file };

@@ -1,10 +1,21 @@
-import { type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  type Stats,
+  statSync,
+} from "node:fs";
 import { resolve } from "node:path";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { EvidenceError } from "./errors.js";
 import { type Digest, defaultHasher, digestBytes, type Hasher } from "./hash.js";
 import { IgnoreRules } from "./ignore-rules.js";
-import { encodeTree, type FileMode, type TreeEntry } from "./objects.js";
+import { encodeTree, type TreeEntry } from "./objects.js";
 import { type DirRow, FileStatCache, type StatCache, type StatCacheData, type StatRow } from "./stat-cache.js";
 import type { ObjectStore, StoredObject } from "./store.js";
 
@@ -45,7 +56,14 @@ export interface WorktreeSnapshot {
 }
 
 const FLUSH_BYTES = 32 * 1024 * 1024;
-const NO_ROWS: ReadonlyMap<string, never> = new Map<string, never>();
+const NO_DIRS: ReadonlyMap<string, never> = new Map<string, never>();
+const NO_NAMES: readonly string[] = [];
+const NO_STAT_ROWS: readonly StatRow[] = [];
+/** A vanished path is an answer (`undefined`), not an exception to build and catch. */
+const LSTAT = { throwIfNoEntry: false } as const;
+const { S_IFMT, S_IFREG, S_IFLNK, O_RDONLY, O_NOFOLLOW } = constants;
+/** Read without following a link: a file swapped for a link after its lstat fails (ELOOP). */
+const READ_FLAGS = O_RDONLY | (O_NOFOLLOW ?? 0);
 
 function ioError(path: string, what: string, cause: unknown): EvidenceError {
   const code = (cause as NodeJS.ErrnoException)?.code ?? "error";
@@ -56,6 +74,37 @@ const isMissing = (error: unknown): boolean => {
   const code = (error as NodeJS.ErrnoException)?.code;
   return code === "ENOENT" || code === "ENOTDIR";
 };
+
+/** A file's bytes, or null when it no longer exists. */
+function readFile(abs: string): Uint8Array | null {
+  let fd: number;
+  try {
+    fd = openSync(abs, READ_FLAGS);
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw ioError(abs, "cannot read", error);
+  }
+  try {
+    return readFileSync(fd);
+  } catch (error) {
+    throw ioError(abs, "cannot read", error);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A link's target bytes, or null when it no longer exists. */
+function readLink(abs: string): Uint8Array | null {
+  try {
+    return readlinkSync(abs, { encoding: "buffer" });
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw ioError(abs, "cannot read", error);
+  }
+}
+
+const treeMode = (mode: number): TreeEntry["mode"] =>
+  (mode & S_IFMT) === S_IFLNK ? "120000" : (mode & 0o100) !== 0 ? "100755" : "100644";
 
 interface Walked {
   readonly tree: Digest;
@@ -103,16 +152,15 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     loaded !== undefined && loaded.hasher === hasher.name && (target === undefined || loaded.store === target.id)
       ? loaded
       : undefined;
-  const prevRows: ReadonlyMap<string, StatRow> = prev?.rows ?? NO_ROWS;
-  const prevDirs: ReadonlyMap<string, DirRow> = prev?.dirs ?? NO_ROWS;
+  const prevDirs: ReadonlyMap<string, DirRow> = prev?.dirs ?? NO_DIRS;
   const writtenAtMs = prev?.writtenAtMs ?? 0;
-  const nextRows = new Map<string, StatRow>();
   const nextDirs = new Map<string, DirRow>();
   const nextIgnores = new Map<string, string>();
 
   let files = 0;
   let hashed = 0;
   let changedRows = 0;
+  let reused = 0;
   let stored = 0;
   let pending: StoredObject[] = [];
   let pendingBytes = 0;
@@ -124,6 +172,61 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     pending = [];
     pendingBytes = 0;
     stored += await target.objects.putMany(batch);
+  };
+
+  /** The bytes {@link visit} read for the row it returned; undefined when the cached row held. */
+  let fresh: Uint8Array | undefined;
+
+  /**
+   * Stat one file or link and return its row: the cached one when git's clean rule holds (same
+   * size, mtime, ctime, inode and mode, and both times before the cache was written), else a
+   * fresh row over its bytes read now (left in `fresh`). Null when it is gone, or is no longer
+   * a file or a link: the listing is older than this lstat, which decides.
+   */
+  const visit = (abs: string, row: StatRow | undefined): StatRow | null => {
+    fresh = undefined;
+    let st: Stats | undefined;
+    try {
+      st = lstatSync(abs, LSTAT);
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw ioError(abs, "cannot stat", error);
+    }
+    if (st === undefined) return null; // deleted since the directory was listed
+    if (
+      row !== undefined &&
+      row.size === st.size &&
+      row.mtimeMs === st.mtimeMs &&
+      row.ctimeMs === st.ctimeMs &&
+      row.ino === st.ino &&
+      row.mode === st.mode &&
+      st.mtimeMs < writtenAtMs &&
+      st.ctimeMs < writtenAtMs
+    )
+      return row;
+    const type = st.mode & S_IFMT;
+    if (type !== S_IFREG && type !== S_IFLNK) return null; // replaced by a folder, fifo, socket or device
+    const bytes = type === S_IFLNK ? readLink(abs) : readFile(abs);
+    if (bytes === null) return null;
+    fresh = bytes;
+    return {
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      ctimeMs: st.ctimeMs,
+      ino: st.ino,
+      mode: st.mode,
+      digest: digestBytes(bytes, hasher),
+    };
+  };
+
+  /** Count a freshly read file and queue its blob. */
+  const record = (bytes: Uint8Array, row: StatRow): void => {
+    hashed++;
+    changedRows++;
+    if (target !== undefined) {
+      pending.push({ kind: "blob", digest: row.digest, bytes });
+      pendingBytes += bytes.byteLength;
+    }
   };
 
   /**
@@ -139,15 +242,42 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       if (rel !== "" && isMissing(error)) return null;
       throw ioError(abs, "cannot read directory", error);
     }
+    const before = prevDirs.get(rel);
+    const prevNames = before?.names ?? NO_NAMES;
+    const prevRows = before?.rows ?? NO_STAT_ROWS;
+    // An unchanged directory lists its names in the same order as last time, so the next row is
+    // almost always the one after the last hit; a name map is built only when that fails.
+    let cursor = 0;
+    let byName: Map<string, number> | undefined;
+    const rowOf = (name: string): StatRow | undefined => {
+      if (prevNames[cursor] === name) return prevRows[cursor++];
+      if (prevNames.length === 0) return undefined;
+      if (byName === undefined) {
+        byName = new Map();
+        for (let i = 0; i < prevNames.length; i++) byName.set(prevNames[i] as string, i);
+      }
+      const i = byName.get(name);
+      if (i === undefined) return undefined;
+      cursor = i + 1;
+      return prevRows[i];
+    };
+
+    // The .gitignore first: its rules apply to its siblings. Its text is decoded from the very
+    // bytes its row was hashed from, so when that row still holds, the cached text is current.
     let gitignore: string | undefined;
+    let ignoreRow: StatRow | null | undefined;
+    let ignoreBytes: Uint8Array | undefined;
     for (const d of dirents) {
       if (d.name === ".git" && rel !== "") return null;
       if (useGitignore && d.name === ".gitignore" && d.isFile()) {
-        try {
-          gitignore = readFileSync(`${abs}/.gitignore`, "utf8");
-        } catch (error) {
-          if (!isMissing(error)) throw ioError(`${abs}/.gitignore`, "cannot read", error);
-        }
+        const path = `${abs}/.gitignore`;
+        const at = prevNames.indexOf(".gitignore");
+        const cachedText = prev?.ignores.get(rel);
+        // Without its text the cached row is no use here: read the file afresh.
+        ignoreRow = visit(path, at >= 0 && cachedText !== undefined ? prevRows[at] : undefined);
+        ignoreBytes = fresh;
+        if (ignoreRow === null || (ignoreRow.mode & S_IFMT) !== S_IFREG) continue; // gone, or now a link
+        gitignore = ignoreBytes === undefined ? cachedText : Buffer.from(ignoreBytes).toString("utf8");
       }
     }
     if (gitignore !== undefined) {
@@ -156,100 +286,77 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     }
     sameRules = sameRules && gitignore === prev?.ignores.get(rel);
 
-    const entries: TreeEntry[] = [];
+    const names: string[] = [];
+    const rows: StatRow[] = [];
+    const subdirs: TreeEntry[] = [];
     let dirty = false;
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      const childAbs = `${abs}/${name}`;
       if (d.isDirectory()) {
-        if (rules.ignores(childRel, true)) continue;
-        const sub = await walk(childAbs, childRel, rules, sameRules);
+        const childRel = rel === "" ? name : `${rel}/${name}`;
+        // A folder the cache walked under the same rules was not ignored then and is not now.
+        if (!(sameRules && prevDirs.has(childRel)) && rules.ignores(childRel, true)) continue;
+        const sub = await walk(`${abs}/${name}`, childRel, rules, sameRules);
         if (sub === null) continue;
         if (sub.changed) dirty = true;
-        entries.push({ name, mode: "040000", digest: sub.tree });
+        subdirs.push({ name, mode: "040000", digest: sub.tree });
         continue;
       }
-      const link = d.isSymbolicLink();
-      if (!link && !d.isFile()) continue; // sockets, fifos, devices: git does not track them either
-      const row = prevRows.get(childRel);
-      if (!(sameRules && row !== undefined) && rules.ignores(childRel, false)) continue;
-      let st: ReturnType<typeof lstatSync>;
-      try {
-        st = lstatSync(childAbs);
-      } catch (error) {
-        if (isMissing(error)) continue;
-        throw ioError(childAbs, "cannot stat", error);
-      }
-      if (st === undefined) continue;
-      const mode: FileMode = link ? "120000" : (st.mode & 0o100) !== 0 ? "100755" : "100644";
-      let next: StatRow;
-      if (
-        row !== undefined &&
-        row.size === st.size &&
-        row.mtimeMs === st.mtimeMs &&
-        row.ctimeMs === st.ctimeMs &&
-        row.ino === st.ino &&
-        row.mode === st.mode &&
-        st.mtimeMs < writtenAtMs &&
-        st.ctimeMs < writtenAtMs
-      ) {
-        next = row;
-      } else {
-        let bytes: Uint8Array;
-        try {
-          bytes = link ? readlinkSync(childAbs, { encoding: "buffer" }) : readFileSync(childAbs);
-        } catch (error) {
-          if (isMissing(error)) continue;
-          throw ioError(childAbs, "cannot read", error);
-        }
-        const digest = digestBytes(bytes, hasher);
-        hashed++;
-        if (target !== undefined) {
-          pending.push({ kind: "blob", digest, bytes });
-          pendingBytes += bytes.byteLength;
-        }
-        if (row === undefined || row.digest !== digest || row.mode !== st.mode) dirty = true;
-        changedRows++;
-        next = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, mode: st.mode, digest };
-      }
-      nextRows.set(childRel, next);
-      entries.push({ name, mode, digest: next.digest });
-      files++;
+      if (!d.isSymbolicLink() && !d.isFile()) continue; // sockets, fifos, devices: git does not track them either
+      const row = rowOf(name);
+      if (!(sameRules && row !== undefined) && rules.ignores(rel === "" ? name : `${rel}/${name}`, false)) continue;
+      let next: StatRow | null;
+      if (ignoreRow !== undefined && name === ".gitignore") {
+        next = ignoreRow; // stat and read once, above
+        fresh = ignoreBytes;
+      } else next = visit(`${abs}/${name}`, row);
+      if (next === null) continue;
+      if (fresh !== undefined) {
+        record(fresh, next);
+        if (row === undefined || row.digest !== next.digest || row.mode !== next.mode) dirty = true;
+      } else reused++;
+      names.push(name);
+      rows.push(next);
     }
+    files += rows.length;
     if (pendingBytes >= FLUSH_BYTES) await flush();
     // Sync syscalls are much faster than their promise forms for many small files; yield now and
     // then so a host process stays responsive during a large snapshot.
     if (++visited % 64 === 0) await yieldToLoop();
 
-    if (entries.length === 0 && rel !== "") return null;
-    const before = prevDirs.get(rel);
+    const count = rows.length + subdirs.length;
+    if (count === 0 && rel !== "") return null;
     let tree: Digest;
-    if (!dirty && before !== undefined && before.count === entries.length) {
+    if (!dirty && before !== undefined && before.count === count) {
       // Same names (every file hit the cache, the count matches) and no subtree changed.
       tree = before.tree;
     } else {
+      const entries = subdirs;
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i] as StatRow;
+        entries.push({ name: names[i] as string, mode: treeMode(r.mode), digest: r.digest });
+      }
       const encoded = encodeTree(entries, hasher);
       tree = encoded.digest;
       if (target !== undefined) pending.push({ kind: "tree", digest: tree, bytes: encoded.bytes });
     }
-    nextDirs.set(rel, { tree, count: entries.length });
-    return { tree, count: entries.length, changed: tree !== before?.tree };
+    nextDirs.set(rel, { tree, count, names, rows });
+    return { tree, count, changed: tree !== before?.tree };
   };
 
   const top = await walk(root, "", IgnoreRules.root(excludes), prev !== undefined && prev.rules === rules);
   const tree = top?.tree ?? encodeTree([], hasher).digest;
   await flush();
   // Removed files count as drift too.
-  changedRows += Math.max(0, prevRows.size - (nextRows.size - changedRows));
+  changedRows += Math.max(0, (prev?.files ?? 0) - reused);
   const data = {
     hasher: hasher.name,
     store: target?.id ?? null,
     rules,
     ignores: nextIgnores,
     dirs: nextDirs,
-    rows: nextRows,
+    files,
   };
   // A path option has no memory between calls: always write. A handle may defer small drift.
   if (cache !== undefined) {
