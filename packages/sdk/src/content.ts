@@ -7,7 +7,7 @@ import type { TreeEntryInfo } from "./provider.js";
 
 /**
  * Where a provider gets repository content: the host's `host/readTree` / `host/readBlob`
- * callbacks in the plugin (a {@link @asp/sdk!RequestContext} is one), an in-memory repository in tests
+ * callbacks in the plugin (an SDK `RequestContext` is one), an in-memory repository in tests
  * and benchmarks (`MemoryRepo.source()` of `@asp/sdk/testing`). Never the disk path of a
  * worktree.
  *
