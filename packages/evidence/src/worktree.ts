@@ -7,7 +7,6 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
-  type Stats,
   statSync,
 } from "node:fs";
 import { resolve } from "node:path";
@@ -17,6 +16,7 @@ import { type Digest, defaultHasher, digestBytes, type Hasher } from "./hash.js"
 import { IgnoreRules } from "./ignore-rules.js";
 import { encodeTree, type TreeEntry } from "./objects.js";
 import { type DirRow, FileStatCache, type StatCache, type StatCacheData, type StatRow } from "./stat-cache.js";
+import { STAT_MISSING, STAT_OK, type StatNumbers, StatQueue } from "./stat-pool.js";
 import type { ObjectStore, StoredObject } from "./store.js";
 
 /** Where a snapshot writes its objects: the object store and the id of the store it belongs to. */
@@ -106,6 +106,35 @@ function readLink(abs: string): Uint8Array | null {
 const treeMode = (mode: number): TreeEntry["mode"] =>
   (mode & S_IFMT) === S_IFLNK ? "120000" : (mode & 0o100) !== 0 ? "100755" : "100644";
 
+/** lstat one path: undefined when it is gone; a typed error for anything else. */
+function lstatOne(abs: string): StatNumbers | undefined {
+  try {
+    return lstatSync(abs, LSTAT);
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw ioError(abs, "cannot stat", error);
+  }
+}
+
+/** One directory as listed, before its files are stat'ed. */
+interface Listed {
+  readonly name: string;
+  readonly rel: string;
+  readonly abs: string;
+  /** What the cache remembers of it. */
+  readonly before: DirRow | undefined;
+  /** Index of its first file in the snapshot's list of paths to stat. */
+  readonly first: number;
+  /** Its files and links not ignored, and the cache's row for each. */
+  readonly names: string[];
+  readonly rows: Array<StatRow | undefined>;
+  readonly subdirs: Listed[];
+  /** The `.gitignore`, settled while listing: its index in `names`, row and freshly read bytes. */
+  gitignoreAt?: number;
+  readonly ignoreRow: StatRow | null | undefined;
+  readonly ignoreBytes: Uint8Array | undefined;
+}
+
 interface Walked {
   readonly tree: Digest;
   readonly count: number;
@@ -174,49 +203,37 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     stored += await target.objects.putMany(batch);
   };
 
-  /** The bytes {@link visit} read for the row it returned; undefined when the cached row held. */
+  /** The bytes {@link settle} read for the row it returned; undefined when the cached row held. */
   let fresh: Uint8Array | undefined;
 
   /**
-   * Stat one file or link and return its row: the cached one when git's clean rule holds (same
-   * size, mtime, ctime, inode and mode, and both times before the cache was written), else a
-   * fresh row over its bytes read now (left in `fresh`). Null when it is gone, or is no longer
-   * a file or a link: the listing is older than this lstat, which decides.
+   * Decide one file or link from its lstat (`size`... `mode`, or undefined when it is gone): the
+   * cached row when git's clean rule holds (same size, mtime, ctime, inode and mode, and both
+   * times before the cache was written), else a fresh row over its bytes read now (left in
+   * `fresh`). Null when it is gone or no longer a file or a link: the lstat, newer than the
+   * directory listing, decides.
    */
-  const visit = (abs: string, row: StatRow | undefined): StatRow | null => {
+  const settle = (abs: string, row: StatRow | undefined, st: StatNumbers | undefined): StatRow | null => {
     fresh = undefined;
-    let st: Stats | undefined;
-    try {
-      st = lstatSync(abs, LSTAT);
-    } catch (error) {
-      if (isMissing(error)) return null;
-      throw ioError(abs, "cannot stat", error);
-    }
-    if (st === undefined) return null; // deleted since the directory was listed
+    if (st === undefined) return null;
+    const { size, mtimeMs, ctimeMs, ino, mode } = st;
     if (
       row !== undefined &&
-      row.size === st.size &&
-      row.mtimeMs === st.mtimeMs &&
-      row.ctimeMs === st.ctimeMs &&
-      row.ino === st.ino &&
-      row.mode === st.mode &&
-      st.mtimeMs < writtenAtMs &&
-      st.ctimeMs < writtenAtMs
+      row.size === size &&
+      row.mtimeMs === mtimeMs &&
+      row.ctimeMs === ctimeMs &&
+      row.ino === ino &&
+      row.mode === mode &&
+      mtimeMs < writtenAtMs &&
+      ctimeMs < writtenAtMs
     )
       return row;
-    const type = st.mode & S_IFMT;
+    const type = mode & S_IFMT;
     if (type !== S_IFREG && type !== S_IFLNK) return null; // replaced by a folder, fifo, socket or device
     const bytes = type === S_IFLNK ? readLink(abs) : readFile(abs);
     if (bytes === null) return null;
     fresh = bytes;
-    return {
-      size: st.size,
-      mtimeMs: st.mtimeMs,
-      ctimeMs: st.ctimeMs,
-      ino: st.ino,
-      mode: st.mode,
-      digest: digestBytes(bytes, hasher),
-    };
+    return { size, mtimeMs, ctimeMs, ino, mode, digest: digestBytes(bytes, hasher) };
   };
 
   /** Count a freshly read file and queue its blob. */
@@ -229,12 +246,24 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     }
   };
 
+  // Phase 1, `list`: read every directory, apply the ignore rules, and queue the files to stat
+  // (with the row the cache has for each); in a large tree a helper thread starts on them at
+  // once. Phase 2, `queue.finish()`: the main thread stats what the helper has not. Phase 3,
+  // `build`: compare, read what changed, and encode the trees.
+  const queue = new StatQueue();
+
   /**
-   * Walk one directory. `sameRules`: every `.gitignore` from the root down to here (and the
+   * List one directory. `sameRules`: every `.gitignore` from the root down to here (and the
    * excludes) equals what the cache saw, so a cached file is known not to be ignored.
-   * Returns null for a nested repository or a directory with nothing to track.
+   * Returns null for a nested repository.
    */
-  const walk = async (abs: string, rel: string, rules: IgnoreRules, sameRules: boolean): Promise<Walked | null> => {
+  const list = async (
+    abs: string,
+    name: string,
+    rel: string,
+    rules: IgnoreRules,
+    sameRules: boolean,
+  ): Promise<Listed | null> => {
     let dirents: Dirent[];
     try {
       dirents = readdirSync(abs, { withFileTypes: true });
@@ -274,7 +303,7 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
         const at = prevNames.indexOf(".gitignore");
         const cachedText = prev?.ignores.get(rel);
         // Without its text the cached row is no use here: read the file afresh.
-        ignoreRow = visit(path, at >= 0 && cachedText !== undefined ? prevRows[at] : undefined);
+        ignoreRow = settle(path, at >= 0 && cachedText !== undefined ? prevRows[at] : undefined, lstatOne(path));
         ignoreBytes = fresh;
         if (ignoreRow === null || (ignoreRow.mode & S_IFMT) !== S_IFREG) continue; // gone, or now a link
         gitignore = ignoreBytes === undefined ? cachedText : Buffer.from(ignoreBytes).toString("utf8");
@@ -286,10 +315,20 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     }
     sameRules = sameRules && gitignore === prev?.ignores.get(rel);
 
-    const names: string[] = [];
-    const rows: StatRow[] = [];
-    const subdirs: TreeEntry[] = [];
-    let dirty = false;
+    if (++visited % 64 === 0) await yieldToLoop();
+    const dir: Listed = {
+      name,
+      rel,
+      abs,
+      before,
+      first: queue.size,
+      names: [],
+      rows: [],
+      subdirs: [],
+      ignoreRow,
+      ignoreBytes,
+    };
+    const folders: string[] = [];
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
@@ -297,20 +336,55 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
         const childRel = rel === "" ? name : `${rel}/${name}`;
         // A folder the cache walked under the same rules was not ignored then and is not now.
         if (!(sameRules && prevDirs.has(childRel)) && rules.ignores(childRel, true)) continue;
-        const sub = await walk(`${abs}/${name}`, childRel, rules, sameRules);
-        if (sub === null) continue;
-        if (sub.changed) dirty = true;
-        subdirs.push({ name, mode: "040000", digest: sub.tree });
+        folders.push(name);
         continue;
       }
       if (!d.isSymbolicLink() && !d.isFile()) continue; // sockets, fifos, devices: git does not track them either
       const row = rowOf(name);
       if (!(sameRules && row !== undefined) && rules.ignores(rel === "" ? name : `${rel}/${name}`, false)) continue;
+      if (ignoreRow !== undefined && name === ".gitignore") dir.gitignoreAt = dir.names.length; // settled above
+      queue.add(`${abs}/${name}`);
+      dir.names.push(name);
+      dir.rows.push(row);
+    }
+    // Only now the subfolders, so this folder's paths are one run from `first`.
+    for (const name of folders) {
+      const sub = await list(`${abs}/${name}`, name, rel === "" ? name : `${rel}/${name}`, rules, sameRules);
+      if (sub !== null) dir.subdirs.push(sub);
+    }
+    return dir;
+  };
+
+  /** Reused for every path: `settle` copies what it keeps. */
+  const scratch = { size: 0, mtimeMs: 0, ctimeMs: 0, ino: 0, mode: 0 };
+  const statAt = (i: number): StatNumbers | undefined => {
+    const status = queue.read(i, scratch);
+    if (status === STAT_OK) return scratch;
+    if (status === STAT_MISSING) return undefined;
+    return lstatOne(queue.path(i)); // reports the error itself (or the path went away meanwhile)
+  };
+
+  /** Settle a listed directory's files, build its subtrees, and encode its tree if it changed. */
+  const build = async (dir: Listed): Promise<Walked | null> => {
+    const { rel, abs, before } = dir;
+    const names: string[] = [];
+    const rows: StatRow[] = [];
+    const entries: TreeEntry[] = [];
+    let dirty = false;
+    for (const sub of dir.subdirs) {
+      const walked = await build(sub);
+      if (walked === null) continue;
+      if (walked.changed) dirty = true;
+      entries.push({ name: sub.name, mode: "040000", digest: walked.tree });
+    }
+    for (let k = 0; k < dir.names.length; k++) {
+      const name = dir.names[k] as string;
+      const row = dir.rows[k];
       let next: StatRow | null;
-      if (ignoreRow !== undefined && name === ".gitignore") {
-        next = ignoreRow; // stat and read once, above
-        fresh = ignoreBytes;
-      } else next = visit(`${abs}/${name}`, row);
+      if (k === dir.gitignoreAt) {
+        next = dir.ignoreRow ?? null;
+        fresh = dir.ignoreBytes;
+      } else next = settle(`${abs}/${name}`, row, statAt(dir.first + k));
       if (next === null) continue;
       if (fresh !== undefined) {
         record(fresh, next);
@@ -325,14 +399,13 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     // then so a host process stays responsive during a large snapshot.
     if (++visited % 64 === 0) await yieldToLoop();
 
-    const count = rows.length + subdirs.length;
+    const count = rows.length + entries.length;
     if (count === 0 && rel !== "") return null;
     let tree: Digest;
     if (!dirty && before !== undefined && before.count === count) {
       // Same names (every file hit the cache, the count matches) and no subtree changed.
       tree = before.tree;
     } else {
-      const entries = subdirs;
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i] as StatRow;
         entries.push({ name: names[i] as string, mode: treeMode(r.mode), digest: r.digest });
@@ -345,7 +418,9 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     return { tree, count, changed: tree !== before?.tree };
   };
 
-  const top = await walk(root, "", IgnoreRules.root(excludes), prev !== undefined && prev.rules === rules);
+  const listed = await list(root, "", "", IgnoreRules.root(excludes), prev !== undefined && prev.rules === rules);
+  await queue.finish();
+  const top = listed === null ? null : await build(listed);
   const tree = top?.tree ?? encodeTree([], hasher).digest;
   await flush();
   // Removed files count as drift too.

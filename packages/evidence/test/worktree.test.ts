@@ -238,6 +238,30 @@ describe("snapshotWorktree", () => {
       expect(changed.files).toBe(2);
     });
 
+    it("reuses a .gitignore's text only while its row holds, even for a same-size, same-mtime edit", async () => {
+      const dir = tempDir();
+      write(dir, { "sub/.gitignore": "a.txt\n", "sub/a.txt": "a", "sub/b.txt": "b", "x.txt": "x" });
+      const t = new Date(Date.now() - 60_000);
+      for (const p of ["sub/.gitignore", "sub/a.txt", "sub/b.txt", "x.txt"]) utimesSync(join(dir, p), t, t);
+      // utimes sets each ctime to now: let the clock move on, so the cache file written next is
+      // newer and no row is "racily clean" (which would re-hash it, and rightly so).
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const cache = createStatCache(join(tempDir(), "cache"));
+      const first = await snapshotWorktree(dir, { statCache: cache });
+      expect(first.files).toBe(3); // sub/.gitignore, sub/b.txt, x.txt
+      // Unchanged rules, a changed sibling: the cached text still applies.
+      writeFileSync(join(dir, "sub/a.txt"), "still ignored");
+      const same = await snapshotWorktree(dir, { statCache: cache });
+      expect(same).toMatchObject({ tree: first.tree, hashed: 0 });
+      // Same size, same mtime, other rules: the ctime moved, so the file is read again.
+      writeFileSync(join(dir, "sub/.gitignore"), "b.txt\n");
+      utimesSync(join(dir, "sub/.gitignore"), t, t);
+      const swapped = await snapshotWorktree(dir, { statCache: cache });
+      expect(swapped.tree).toBe((await snapshotWorktree(dir)).tree);
+      expect((await paths(dir)).sort()).toEqual(["sub/.gitignore", "sub/a.txt", "x.txt"]);
+      expect(swapped.tree).not.toBe(first.tree);
+    });
+
     it("ignores a damaged cache file and rewrites it", async () => {
       const dir = tempDir();
       write(dir, { "a.txt": "a" });
