@@ -65,29 +65,17 @@ export const FAIL_CLASSES = [
 ] as const;
 export type FailClass = (typeof FAIL_CLASSES)[number];
 
+/** `crashed_at` -> `crashed-at`: a fail class spelled as a degradation reason. */
+type Kebab<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}-${Kebab<Tail>}` : S;
+
 /**
  * Degradation reasons of `coverage.degraded[]` (assurance.schema.json). One per fail class,
  * spelled as the host obligations spell them (`policy-self-authorization`, `direct-write-risk`).
  */
-export const DEGRADATION_REASONS = [
-  "crashed",
-  "timed-out",
-  "malformed",
-  "stale",
-  "unsupported",
-  "errored",
-  "cancelled",
-  "incomplete",
-  "quarantined",
-  "incompatible",
-  "missing",
-  "unavailable",
-  "missing-authority",
-  "insufficient-assurance",
-  "policy-self-authorization",
-  "direct-write-risk",
-] as const;
-export type DegradationReason = (typeof DEGRADATION_REASONS)[number];
+export const DEGRADATION_REASONS = Object.freeze(
+  FAIL_CLASSES.map((c) => c.replaceAll("_", "-")),
+) as unknown as ReadonlyArray<Kebab<FailClass>>;
+export type DegradationReason = Kebab<FailClass>;
 
 /** The degradation reason that reports a given fail class. */
 export function degradationReasonOf(failClass: FailClass): DegradationReason {
