@@ -139,6 +139,7 @@ export type {
   FindingSeverity,
   FindingStatus,
   GuardianDecision,
+  Kebab,
   PermissionOutcome,
   PluginCapability,
   PluginKind,

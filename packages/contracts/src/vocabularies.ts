@@ -65,8 +65,8 @@ export const FAIL_CLASSES = [
 ] as const;
 export type FailClass = (typeof FAIL_CLASSES)[number];
 
-/** `crashed_at` -> `crashed-at`: a fail class spelled as a degradation reason. */
-type Kebab<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}-${Kebab<Tail>}` : S;
+/** `timed_out` -> `timed-out`: a fail class spelled as a degradation reason. */
+export type Kebab<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}-${Kebab<Tail>}` : S;
 
 /**
  * Degradation reasons of `coverage.degraded[]` (assurance.schema.json). One per fail class,
