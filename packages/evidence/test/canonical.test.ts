@@ -11,9 +11,8 @@ function shuffleKeys(value: unknown, seed: number): unknown {
     const keys = Object.keys(value);
     // Deterministic permutation from the seed.
     const order = keys.map((k, i) => [k, (i * 7919 + seed * 104729) % 1000003] as const).sort((a, b) => a[1] - b[1]);
-    const out: Record<string, unknown> = {};
-    for (const [k] of order) out[k] = shuffleKeys((value as Record<string, unknown>)[k], seed + 1);
-    return out;
+    // fromEntries defines own properties, so a "__proto__" key stays a key (assignment would set the prototype).
+    return Object.fromEntries(order.map(([k]) => [k, shuffleKeys((value as Record<string, unknown>)[k], seed + 1)]));
   }
   return value;
 }
@@ -102,6 +101,10 @@ describe("canonicalize", () => {
     it("accepts the same object twice when it is shared, not cyclic", () => {
       const shared = { x: 1 };
       expect(canonicalize([shared, shared])).toBe('[{"x":1},{"x":1}]');
+    });
+
+    it("keeps an own __proto__ key as an ordinary member (found by fast-check)", () => {
+      expect(canonicalize(JSON.parse('{"z":1,"__proto__":{"b":2,"a":1}}'))).toBe('{"__proto__":{"a":1,"b":2},"z":1}');
     });
 
     it("accepts objects without a prototype", () => {
