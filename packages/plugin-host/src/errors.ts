@@ -82,3 +82,22 @@ export class PluginError extends AspError<PluginErrorCode> {
 export function errnoOf(error: unknown): string {
   return (error as NodeJS.ErrnoException)?.code ?? "error";
 }
+
+/**
+ * The codes that mean "this plugin is refused" (a verdict on the plugin: signature, digest,
+ * trust, grant, compatibility), as opposed to bad input or an I/O failure of the caller.
+ */
+export const PLUGIN_REFUSAL_CODES: ReadonlySet<PluginErrorCode> = new Set<PluginErrorCode>([
+  "ASP_PLUGIN_BAD_MANIFEST",
+  "ASP_PLUGIN_UNSIGNED",
+  "ASP_PLUGIN_BAD_SIGNATURE",
+  "ASP_PLUGIN_UNTRUSTED_KEY",
+  "ASP_PLUGIN_KEY_EXPIRED",
+  "ASP_PLUGIN_REVOKED",
+  "ASP_PLUGIN_DIGEST_MISMATCH",
+  "ASP_PLUGIN_SYMLINK_ESCAPE",
+  "ASP_PLUGIN_ENTRY_ESCAPE",
+  "ASP_PLUGIN_NOT_GRANTED",
+  "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
+  "ASP_PLUGIN_INCOMPATIBLE",
+]);

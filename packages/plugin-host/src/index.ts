@@ -16,7 +16,7 @@ export { registerPlugins, TOKENS } from "./di.js";
 export type { PluginDigest } from "./digest.js";
 export { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
 export type { PluginErrorCode } from "./errors.js";
-export { PLUGIN_ERROR_CODES, PluginError } from "./errors.js";
+export { PLUGIN_ERROR_CODES, PLUGIN_REFUSAL_CODES, PluginError } from "./errors.js";
 export type { KeyPair, PublicKey } from "./keys.js";
 export {
   generateKeyPair,

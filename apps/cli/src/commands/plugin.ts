@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { type Policy, validate } from "@asp/contracts";
 import {
   digestPlugin,
-  type PluginErrorCode,
+  PLUGIN_REFUSAL_CODES,
   readPluginManifest,
   readTrustRoots,
   signPlugin,
@@ -15,21 +15,8 @@ import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 
-/** Codes that mean "this plugin is refused" (exit 1 with a report), not "your input is wrong" (exit 64). */
-const REFUSALS: ReadonlySet<string> = new Set<PluginErrorCode>([
-  "ASP_PLUGIN_BAD_MANIFEST",
-  "ASP_PLUGIN_UNSIGNED",
-  "ASP_PLUGIN_BAD_SIGNATURE",
-  "ASP_PLUGIN_UNTRUSTED_KEY",
-  "ASP_PLUGIN_KEY_EXPIRED",
-  "ASP_PLUGIN_REVOKED",
-  "ASP_PLUGIN_DIGEST_MISMATCH",
-  "ASP_PLUGIN_SYMLINK_ESCAPE",
-  "ASP_PLUGIN_ENTRY_ESCAPE",
-  "ASP_PLUGIN_NOT_GRANTED",
-  "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
-  "ASP_PLUGIN_INCOMPATIBLE",
-]);
+/** A refused plugin exits 1 with a report; bad input exits 64. */
+const REFUSALS: ReadonlySet<string> = PLUGIN_REFUSAL_CODES;
 
 function readPolicy(cwd: string, path: string): Policy {
   let raw: unknown;
