@@ -62,6 +62,9 @@ export const FAIL_CLASSES = [
   "insufficient_assurance",
   "policy_self_authorization",
   "direct_write_risk",
+  "integrity_unverified",
+  "worktree_changed",
+  "host_incompatible",
 ] as const;
 export type FailClass = (typeof FAIL_CLASSES)[number];
 

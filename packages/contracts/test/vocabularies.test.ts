@@ -27,7 +27,7 @@ describe("closed vocabularies", () => {
   it("has the contract's fixed sizes", () => {
     expect(CALL_SITES).toEqual(["interactive", "gate", "sweep"]);
     expect(PROVIDER_STATES).toHaveLength(14);
-    expect(FAIL_CLASSES).toHaveLength(16);
+    expect(FAIL_CLASSES).toHaveLength(19);
     expect(TRANSACTION_GUARANTEES).toHaveLength(5);
     expect(STAGE_FLAGS).toHaveLength(12);
     expect(AUTO_EVENT_TYPES).toHaveLength(7);

@@ -49,6 +49,13 @@ export const DEFAULT_FAIL_POLICY: FailPolicyTable = Object.freeze({
   insufficient_assurance: row("indeterminate", "indeterminate", "indeterminate"),
   policy_self_authorization: row("deny", "deny", "deny"),
   direct_write_risk: row("open", "indeterminate", "indeterminate"),
+  // A configured provider whose measured tree digest is missing or differs from its pin: its
+  // grant is not honoured, and the answer cannot be attributed to what policy pinned.
+  integrity_unverified: row("indeterminate", "indeterminate", "indeterminate"),
+  // The worktree moved while the providers were answering: the answer describes another tree.
+  worktree_changed: row("indeterminate", "indeterminate", "indeterminate"),
+  // The policy's `host` pin (implementation, version range, digest) does not match this host.
+  host_incompatible: row("indeterminate", "indeterminate", "indeterminate"),
 });
 
 /** How strict an outcome is: `open` 0 < `indeterminate` 1 < `deny` 2. */

@@ -29,6 +29,9 @@ const EXPECTED: ReadonlyArray<readonly [FailClass, FailPolicyOutcome, FailPolicy
   ["insufficient_assurance", "indeterminate", "indeterminate", "indeterminate"],
   ["policy_self_authorization", "deny", "deny", "deny"],
   ["direct_write_risk", "open", "indeterminate", "indeterminate"],
+  ["integrity_unverified", "indeterminate", "indeterminate", "indeterminate"],
+  ["worktree_changed", "indeterminate", "indeterminate", "indeterminate"],
+  ["host_incompatible", "indeterminate", "indeterminate", "indeterminate"],
 ];
 const CELLS = EXPECTED.flatMap(([failClass, interactive, gate, sweep]) =>
   (
