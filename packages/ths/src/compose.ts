@@ -1,15 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
 import { loadPlugins, readTrustRoots } from "@asp/plugin-host";
-import { isActivePolicy, parsePolicy } from "@asp/policy";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
 import { Host } from "./host.js";
+import { loadPolicy } from "./policy-file.js";
 import type { TrustedProvider } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvider, THS_TOKENS } from "./tokens.js";
 
@@ -57,27 +55,6 @@ const stderrSink: FailOpenSink = {
     );
   },
 };
-
-function loadPolicy(input: ComposeHostOptions["policy"]): HostPolicy {
-  if (isActivePolicy(input)) return input;
-  let raw: unknown = input;
-  let what = "policy";
-  if (typeof input === "string") {
-    what = resolve(input);
-    try {
-      raw = JSON.parse(readFileSync(what, "utf8"));
-    } catch (cause) {
-      throw new ThsError("ASP_THS_BAD_POLICY", `cannot read policy ${what}: ${(cause as Error).message}`, {
-        cause,
-        data: { path: what },
-      });
-    }
-  }
-  return parsePolicy(raw, {
-    what: typeof input === "string" ? `policy ${what}` : "policy",
-    ...(typeof input === "string" ? { origin: { kind: "file" as const, path: what } } : {}),
-  });
-}
 
 /**
  * Compose a Trusted Host Service (DESIGN §3): open the store, load the trusted policy, register

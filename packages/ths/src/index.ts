@@ -37,6 +37,7 @@ export type { Binding, IssueOptions } from "./freshness.js";
 export { baselineStateKey, FreshnessAuthority, freshnessMismatch } from "./freshness.js";
 export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
 export { Host } from "./host.js";
+export { loadPolicy } from "./policy-file.js";
 export type { ProviderPin, RequiredRequirement, VerifiedGrant } from "./policy-view.js";
 export type { ReceiptProblem, ReceiptVerification, StoredReceipt } from "./receipts.js";
 export { FACT_KINDS, listReceipts, showReceipt, verifyReceipts } from "./receipts.js";
