@@ -1,51 +1,17 @@
-import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DecisionEnvelope, validate } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
+import { EXAMPLE_PLUGINS, exampleCopy, FAKE_AWS_KEY } from "./example-copy.js";
 import { REPO_ROOT, runBinary } from "./helpers.js";
 
 // Issue 7, end to end: the real, signed example plugins (built by `pnpm build`, pinned and
 // granted by examples/asp.policy.json) run as subprocesses under the real host, on a git copy
 // of examples/demo-repo.
-const examples = join(REPO_ROOT, "examples");
-const PLUGINS = ["provider-typescript", "provider-secrets", "provider-text-edit", "provider-import-graph"];
-// A made-up key in the shape of an AWS access key id: AKIA + 16 uppercase letters and digits.
-const FAKE_AWS_KEY = ["AKIA", "Q7XJ3KZP", "2M4N8RTB"].join("");
-
-function git(repo: string, ...args: string[]): void {
-  execFileSync("git", args, {
-    cwd: repo,
-    stdio: "ignore",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t",
-    },
-  });
-}
+const PLUGINS = EXAMPLE_PLUGINS;
 
 function setup(): { repo: string; config: string } {
-  const root = mkdtempSync(join(tmpdir(), "asp-e2e-"));
-  const repo = join(root, "demo-repo");
-  cpSync(join(examples, "demo-repo"), repo, { recursive: true });
-  git(repo, "init", "-q", "-b", "main");
-  git(repo, "add", "-A");
-  git(repo, "commit", "-q", "-m", "base");
-  const config = join(root, "asp.host.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      store: join(root, "store"),
-      policy: join(examples, "asp.policy.json"),
-      trustRoots: [join(examples, "keys", "example.key.pub")],
-      plugins: PLUGINS.map((p) => join(REPO_ROOT, "plugins", p, "dist", "plugin")),
-      providers: [],
-    }),
-  );
+  const { repo, config } = exampleCopy();
   return { repo, config };
 }
 

@@ -1,24 +1,11 @@
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { git } from "@asp/test-utils";
 import { describe, expect, it } from "vitest";
 import { loadPolicy, POLICY_TOKENS, type PolicySource } from "../src/index.js";
 import { createFilePolicySource, createGitPolicySource } from "../src/node/index.js";
 import { basePolicy } from "./fixtures/policies.js";
-
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t",
-    },
-  }).trim();
 
 /** A real repository: main holds the trusted policy, a feature branch edits it. */
 function repository(): { dir: string; mainCommit: string } {

@@ -1,1 +1,2 @@
+export { git } from "./git.js";
 export { toThrowWithCode } from "./matchers.js";

@@ -129,6 +129,10 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     useValue: { next: (kind: string) => `${kind === "decision" ? "dec" : "rcpt"}-${randomUUID()}` },
   });
   c.register(THS_TOKENS.SnapshotExcludes, { useValue: options.excludes ?? [] });
+  c.register(THS_TOKENS.StatCacheDir, {
+    // Beside the level database, never inside it: the database folder holds only level's files.
+    useValue: { dir: store.location === "memory:" ? null : `${store.location}.stat-cache` },
+  });
   c.register(FreshnessAuthority, { useClass: FreshnessAuthority });
   options.register?.(c);
 

@@ -35,7 +35,10 @@ export type ProgressEvent =
 export interface EvaluateOptions {
   /** The candidate repository folder (default: the current directory). */
   readonly repo?: string;
-  /** A git revision: the changeset is `base -> worktree`. Otherwise the last recorded baseline, or the empty tree. */
+  /**
+   * A git revision: the changeset is `base -> worktree`. Otherwise the trusted base: the
+   * after-tree of the last allow at the gate call-site for this repository, else the empty tree.
+   */
   readonly base?: string;
   /** Evaluate the whole tree without a changeset (default true for `sweep`). */
   readonly wholeTree?: boolean;
@@ -71,6 +74,8 @@ export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: str
 export class Host {
   private readonly supervisors: ProviderSupervisor[];
   private closed = false;
+  /** Recent durations from "providers answered" to "receipt durable" (ms), newest last. */
+  private readonly tails: number[] = [];
 
   constructor(
     @inject(THS_TOKENS.Policy) readonly policy: HostPolicy,
@@ -125,6 +130,11 @@ export class Host {
         data: { callSite },
       });
     }
+    // host §8: the interactive budget is one ceiling for the whole evaluation, from the snapshot to
+    // the durable receipt; gate and sweep bound each provider's call.
+    const started = performance.now();
+    const timeout = this.budgets.timeoutMs[callSite];
+    const interactiveDeadline = started + timeout - this.tailReserve(timeout);
     const repo = resolve(options.repo ?? process.cwd());
     const progress = options.onProgress ?? (() => {});
     const policy = this.policy;
@@ -155,9 +165,6 @@ export class Host {
           };
     const roots = cs === null ? [binding.baseline] : [binding.baseline, cs.base];
     const view = new ContentView(this.objects, roots);
-    // host §8: the interactive budget is one ceiling for the whole host; gate and sweep bound each provider.
-    const timeout = this.budgets.timeoutMs[callSite];
-    const started = performance.now();
 
     // check/assess goes only to providers whose trusted manifest declares `check`; an edit- or
     // inspect-only provider is not a check source, so it neither runs nor degrades check coverage.
@@ -179,7 +186,7 @@ export class Host {
             declaredSources: [],
           };
         } else {
-          const deadlineAt = (callSite === "interactive" ? started : performance.now()) + timeout;
+          const deadlineAt = callSite === "interactive" ? interactiveDeadline : performance.now() + timeout;
           outcome = await sup.assess(
             {
               callSite,
@@ -245,6 +252,19 @@ export class Host {
       directWrite: false,
     }));
 
+    // THREAT-MODEL invariant 6: the worktree the decision describes is the worktree the caller gets.
+    // A write during evaluation (by a provider or anyone else) makes every required answer moot.
+    const tailStarted = performance.now();
+    const movedTo = await this.freshness.moved(repo, binding);
+    const worktreeFailures: RequirementFailure[] =
+      movedTo === null
+        ? []
+        : required.map((r) => ({
+            requirement: r.id,
+            failClass: "worktree_changed" as const,
+            detail: `the worktree changed during evaluation: baseline ${binding.baseline}, now ${movedTo}`,
+          }));
+
     progress({ phase: "deciding" });
     const providers = [...evaluations.map((e) => e.eval), ...refused];
     const decisionId = this.ids.next("decision");
@@ -257,7 +277,7 @@ export class Host {
       required,
       providers,
       assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
-      requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures],
+      requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures, ...worktreeFailures],
       decisionId,
       decidedAt: this.clock.now().toISOString(),
     });
@@ -287,8 +307,24 @@ export class Host {
     }
     // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned.
     await appendDecision(this.log, envelope, receipt, repo);
+    this.recordTail(performance.now() - tailStarted);
     for (const f of failOpens) this.failOpenSink.log({ ...f, decisionId });
     return { envelope, receipt, failOpens };
+  }
+
+  /**
+   * What the interactive ceiling keeps back for the work after the providers answer (re-snapshot,
+   * decide, durable append): the slowest of the recent tails, at least 5% and at most half of the
+   * budget, so a slow store shortens the providers' share instead of overrunning the budget.
+   */
+  private tailReserve(timeout: number): number {
+    const slowest = this.tails.length === 0 ? 0 : Math.max(...this.tails);
+    return Math.min(Math.max(slowest, timeout * 0.05), timeout * 0.5);
+  }
+
+  private recordTail(ms: number): void {
+    this.tails.push(ms);
+    if (this.tails.length > 8) this.tails.shift();
   }
 
   /** `host/status`: per-provider and per-family state, health, latency, timeouts and coverage. */

@@ -34,7 +34,7 @@ export { serveHost } from "./endpoint.js";
 export type { ThsErrorCode } from "./errors.js";
 export { THS_ERROR_CODES, ThsError } from "./errors.js";
 export type { Binding, IssueOptions } from "./freshness.js";
-export { baselineStateKey, FreshnessAuthority, freshnessMismatch } from "./freshness.js";
+export { FreshnessAuthority, freshnessMismatch, trustedBaseKey } from "./freshness.js";
 export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
 export { Host } from "./host.js";
 export { loadPolicy } from "./policy-file.js";

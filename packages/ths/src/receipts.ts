@@ -2,7 +2,7 @@ import { type AuditReceipt, type DecisionEnvelope, validate } from "@asp/contrac
 import { type Digest, digest, type FactEntry, type FactInput, type FactLog } from "@asp/evidence";
 import type { FailOpen } from "./decide.js";
 import { ThsError } from "./errors.js";
-import { baselineStateKey } from "./freshness.js";
+import { trustedBaseKey } from "./freshness.js";
 
 /** Fact kinds the host appends to the evidence fact log. */
 export const FACT_KINDS = Object.freeze({ decision: "ths.decision", receipt: "ths.receipt" } as const);
@@ -40,7 +40,9 @@ export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): A
 
 /**
  * Append the decision and its receipt in ONE atomic, synced batch (host §1, DESIGN §8), before
- * the envelope is returned. The receipt also becomes the latest baseline of `repo`.
+ * the envelope is returned. Only an **allow at the gate call-site** also records its receipt as
+ * the trusted base of `repo` (its after-tree is the base of the next gate without `--base`);
+ * a deny, an indeterminate, a check or a sweep never moves it.
  * @throws EvidenceError from the fact log (`ASP_EVIDENCE_STORE_CLOSED`, ...): nothing is written.
  */
 export async function appendDecision(
@@ -59,7 +61,8 @@ export async function appendDecision(
       kind: FACT_KINDS.receipt,
       record: receipt,
       index: [...index, { name: "receiptId", value: receipt.receiptId }],
-      state: repo === null ? [] : [baselineStateKey(repo)],
+      state:
+        repo !== null && envelope.callSite === "gate" && envelope.decision === "allow" ? [trustedBaseKey(repo)] : [],
     },
   ];
   return log.append(entries);

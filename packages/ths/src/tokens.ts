@@ -46,4 +46,6 @@ export const THS_TOKENS = {
   Ids: Symbol.for("asp.ths.Ids") as InjectionToken<IdSource>,
   StoreId: Symbol.for("asp.ths.StoreId") as InjectionToken<string>,
   SnapshotExcludes: Symbol.for("asp.ths.SnapshotExcludes") as InjectionToken<readonly string[]>,
+  /** Folder of the per-repository stat caches (beside the store), `dir: null` for an in-memory store. */
+  StatCacheDir: Symbol.for("asp.ths.StatCacheDir") as InjectionToken<{ readonly dir: string | null }>,
 } as const;

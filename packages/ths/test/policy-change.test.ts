@@ -1,23 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Policy, validate } from "@asp/contracts";
+import { git } from "@asp/test-utils";
 import { afterAll, describe, expect, it } from "vitest";
 import { manifest, policyFor, tempRepo, testHost } from "./helpers.js";
-
-function git(repo: string, ...args: string[]): void {
-  execFileSync("git", args, {
-    cwd: repo,
-    stdio: "ignore",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t",
-    },
-  });
-}
 
 // host §7: the repository's own policy file is only a pending candidate. It is assessed against
 // the trusted base policy; it never authorizes the change that introduces it.
