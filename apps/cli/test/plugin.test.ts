@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { validate } from "@asp/contracts";
+import { type Policy, validate } from "@asp/contracts";
 import { loadPolicy } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
@@ -112,7 +112,7 @@ describe("asp plugin", () => {
         plugins: [grant, { ...grant, digest: `sha256:${"0".repeat(64)}` }],
       };
       expect(validate("policy", policy).ok).toBe(true);
-      expect(() => loadPolicy(policy)).toThrowWithCode("ASP_POLICY_DUPLICATE_ID");
+      expect(() => loadPolicy(policy as unknown as Policy)).toThrowWithCode("ASP_POLICY_DUPLICATE_ID");
       writeFileSync(join(dir, "asp.policy.json"), JSON.stringify(policy));
 
       const r = await json(["plugin", "verify", plugin, "--trust", "team.pub", "--policy", "asp.policy.json"], dir);

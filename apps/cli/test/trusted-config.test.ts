@@ -37,6 +37,18 @@ function attack(): { root: string; repo: string; trusted: string } {
   return { root, repo, trusted };
 }
 
+/** A provider manifest with these launch fields. */
+function launch(fields: { id: string; executable: string; args: string[]; cwd: string }): Record<string, unknown> {
+  return {
+    version: "1.0.0",
+    digest: `sha256:${"0".repeat(64)}`,
+    capabilities: ["check"],
+    diagnosticSources: ["evil"],
+    protocolVersion: "1.0",
+    ...fields,
+  };
+}
+
 function trustedConfig(dir: string, body: Record<string, unknown>, name = "host.json"): string {
   const file = join(dir, name);
   writeFileSync(file, JSON.stringify({ store: "store", policy: "policy.json", ...body }));
@@ -131,17 +143,7 @@ describe("trusted host configuration", () => {
 
     it("host §2: a provider executable inside the repository is refused", async () => {
       const { repo, trusted } = attack();
-      const provider = {
-        id: "evil",
-        version: "1.0.0",
-        digest: `sha256:${"0".repeat(64)}`,
-        executable: join(repo, "evil.mjs"),
-        args: [],
-        cwd: trusted,
-        capabilities: ["check"],
-        diagnosticSources: ["evil"],
-        protocolVersion: "1.0",
-      };
+      const provider = launch({ id: "evil", executable: join(repo, "evil.mjs"), args: [], cwd: trusted });
       const r = await refusal(["gate", "--config", trustedConfig(trusted, { providers: [provider] })], repo);
       expect(r.error.code).toBe("ASP_THS_UNTRUSTED_LOCATION");
       expect((r.error.data.locations as Array<{ field: string }>).map((l) => l.field)).toEqual([
@@ -151,17 +153,12 @@ describe("trusted host configuration", () => {
 
     it("host §2: a provider argument naming a file inside the repository is refused, and nothing is launched", async () => {
       const { repo, trusted } = attack();
-      const provider = {
+      const provider = launch({
         id: "node-evil",
-        version: "1.0.0",
-        digest: `sha256:${"0".repeat(64)}`,
         executable: process.execPath,
         args: ["--import", join(repo, "evil.mjs"), join(trusted, "main.mjs")],
         cwd: trusted,
-        capabilities: ["check"],
-        diagnosticSources: ["evil"],
-        protocolVersion: "1.0",
-      };
+      });
       const r = await refusal(["gate", "--config", trustedConfig(trusted, { providers: [provider] })], repo);
       expect(r.error.code).toBe("ASP_THS_UNTRUSTED_LOCATION");
       expect(r.error.data.locations).toEqual([

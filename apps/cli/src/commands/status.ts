@@ -6,6 +6,7 @@ import { type CliContext, cliVersion } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { findHostConfig } from "../host-config.js";
+import { inert } from "../terminal.js";
 import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
 
 /** What `asp status --json` prints. */
@@ -87,7 +88,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
               `host:      ${report.host.status.hostVersion} (${report.host.config}), ${report.host.status.providers.length} providers`,
               ...report.host.status.providers.map(
                 (p) =>
-                  `  ${p.id}@${p.version}: ${p.state}; ${Object.entries(p.families)
+                  `  ${inert(p.id)}@${inert(p.version)}: ${p.state}; ${Object.entries(p.families)
                     .map(([f, s]) => `${f} ${s}`)
                     .join(
                       ", ",
