@@ -13,6 +13,17 @@ describe("asp", () => {
       expect(r.stdout).toContain("Usage: asp");
       expect(r.stdout).toContain("status");
     });
+    it("documents every exit code and where the trusted host configuration comes from", async () => {
+      const r = await runInProcess(["--help"]);
+      for (const code of Object.values(EXIT)) expect(r.stdout).toMatch(new RegExp(`^  ${code} `, "m"));
+      expect(r.stdout).toContain("ASP_HOST_CONFIG");
+      expect(r.stdout).toContain("never the current directory");
+    });
+    it("gate --help describes the trusted base as the default --base", async () => {
+      const r = await runInProcess(["gate", "--help"]);
+      expect(r.stdout).toContain("the trusted base");
+      expect(r.stdout).not.toContain("asp.host.json");
+    });
     it("prints the package version", async () => {
       const r = await runInProcess(["--version"]);
       expect(r.code).toBe(0);

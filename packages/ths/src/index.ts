@@ -47,3 +47,5 @@ export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider }
 export { THS_TOKENS } from "./tokens.js";
 export type { CallFailure, CallResult, ExitInfo, FrameViolation, LaunchSpec } from "./transport.js";
 export { FrameGuard, ProviderConnection } from "./transport.js";
+export type { ProviderLaunch, TrustedLocations, UntrustedLocation } from "./trusted-location.js";
+export { assertTrustedLocations, manifestLocationsInside, untrustedLocations } from "./trusted-location.js";

@@ -5,7 +5,9 @@ import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
-import { DEFAULT_HOST_CONFIG, hostFromConfig, readHostConfig } from "./host.js";
+import { findHostConfig } from "../host-config.js";
+import { inert } from "../terminal.js";
+import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
 
 /** What `asp status --json` prints. */
 export interface StatusReport {
@@ -47,24 +49,20 @@ export function registerStatus(program: Command, ctx: CliContext): void {
     .description("show the toolkit version, schemas, trusted policy and store status")
     .option("--policy <path>", "trusted policy file to validate", "asp.policy.json")
     .option("--store <path>", "durable store directory", ".asp")
-    .option(
-      "--config <path>",
-      `trusted host configuration: compose the host and show provider status (default ${DEFAULT_HOST_CONFIG} when present)`,
-    )
+    .option("--config <path>", `${CONFIG_OPTION_HELP}: compose the host and show provider status when one is found`)
     .action(async (options: { policy: string; store: string; config?: string }) => {
-      const configPath = resolve(ctx.io.cwd, options.config ?? DEFAULT_HOST_CONFIG);
-      const useHost = options.config !== undefined || existsSync(configPath);
-      const config = useHost ? readHostConfig(ctx, configPath) : null;
+      const configPath = findHostConfig(ctx, options.config)?.path ?? null;
+      const config = configPath === null ? null : readHostConfig(ctx, configPath);
       const policyPath = config?.policy ?? resolve(ctx.io.cwd, options.policy);
       const storePath = config?.store ?? resolve(ctx.io.cwd, options.store);
       let host: StatusReport["host"] = {
         composed: false,
-        note: `no host configuration (${DEFAULT_HOST_CONFIG} or --config): providers are not shown`,
+        note: "no host configuration (--config, ASP_HOST_CONFIG, ~/.config/asp/host.json, /etc/asp/host.json): providers are not shown",
       };
       if (config !== null) {
         const composed = await hostFromConfig(ctx, config);
         try {
-          host = { composed: true, config: configPath, status: composed.status() };
+          host = { composed: true, config: configPath as string, status: composed.status() };
         } finally {
           await composed.close();
         }
@@ -90,7 +88,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
               `host:      ${report.host.status.hostVersion} (${report.host.config}), ${report.host.status.providers.length} providers`,
               ...report.host.status.providers.map(
                 (p) =>
-                  `  ${p.id}@${p.version}: ${p.state}; ${Object.entries(p.families)
+                  `  ${inert(p.id)}@${inert(p.version)}: ${p.state}; ${Object.entries(p.families)
                     .map(([f, s]) => `${f} ${s}`)
                     .join(
                       ", ",
