@@ -269,13 +269,13 @@ export class Host {
     const { envelope: decided, failOpens } = decide({
       callSite,
       policy,
+      // host §2: compared with the policy's host pin. This host cannot measure its own artifact.
+      host: { name: this.info.name, version: this.info.version, digest: null },
       baseline: binding.baseline,
       changeset: cs?.digest ?? null,
       required,
       providers,
       assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
-      // host §2: compared with the policy's host pin. This host cannot measure its own artifact.
-      host: { name: this.info.name, version: this.info.version, digest: null },
       requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures],
       decisionId,
       decidedAt: this.clock.now().toISOString(),

@@ -116,6 +116,15 @@ const ok = (diagnostics: Assessment["diagnostics"] = [], id = "p"): ProviderEval
 const failed = (failClass: FailClass): ProviderEvaluation["outcome"] => ({ kind: "failed", failClass, detail: "x" });
 const EXPECTED = { open: "allow", indeterminate: "indeterminate", deny: "deny" } as const;
 
+const diag = (extra: Partial<Assessment["diagnostics"][number]> = {}): Assessment["diagnostics"][number] => ({
+  source: "ts",
+  code: "ts/2322",
+  severity: "error",
+  message: "bad",
+  fingerprint: "f1",
+  ...extra,
+});
+
 const valid = (envelope: DecisionEnvelope): void => {
   const r = validate("verdict", envelope);
   expect(r.ok ? [] : r.errors).toEqual([]);
@@ -200,15 +209,6 @@ describe("decide", () => {
   });
 
   describe("findings", () => {
-    const diag = (extra: Partial<Assessment["diagnostics"][number]> = {}): Assessment["diagnostics"][number] => ({
-      source: "ts",
-      code: "ts/2322",
-      severity: "error",
-      message: "bad",
-      fingerprint: "f1",
-      ...extra,
-    });
-
     it("a granted error gates (deny) with a host-synthesized nextStep when the provider gave none", () => {
       const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate")]));
       valid(envelope);
@@ -255,14 +255,6 @@ describe("decide", () => {
   });
 
   describe("integrity and identity (host §1: authority only over measured identity and integrity)", () => {
-    const diag: Assessment["diagnostics"][number] = {
-      source: "ts",
-      code: "ts/2322",
-      severity: "error",
-      message: "bad",
-      fingerprint: "f1",
-    };
-
     it.each(CALL_SITES.flatMap((site) => (["unverified", "failed"] as const).map((state) => [state, site] as const)))(
       "a granted provider whose integrity is %s at %s has its grant refused: integrity-unverified, never allow",
       (integrity, callSite) => {
@@ -283,14 +275,14 @@ describe("decide", () => {
     );
 
     it("its blocking finding cannot gate either: the requirement is degraded, not decided by it", () => {
-      const { envelope } = decide(input("gate", [provider(ok([diag]), "gate", { integrity: "unverified" })]));
+      const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate", { integrity: "unverified" })]));
       expect(envelope.findings).toEqual([]);
       expect(envelope.decision).toBe("indeterminate");
     });
 
     it("an ungranted provider needs no measured integrity: its findings stay advisory", () => {
       const granted = provider(ok(), "gate");
-      const other = provider(ok([diag], "q"), "gate", { id: "q", granted: false, integrity: "unverified" });
+      const other = provider(ok([diag()], "q"), "gate", { id: "q", granted: false, integrity: "unverified" });
       const { envelope } = decide(input("gate", [granted, other]));
       expect(envelope.decision).toBe("allow");
       expect(envelope.findings).toEqual([expect.objectContaining({ disposition: "advisory" })]);
@@ -304,13 +296,6 @@ describe("decide", () => {
   });
 
   describe("severity caps by each provider's own isolation", () => {
-    const diag: Assessment["diagnostics"][number] = {
-      source: "ts",
-      code: "ts/2322",
-      severity: "error",
-      message: "bad",
-      fingerprint: "f1",
-    };
     const capped = policy({ severityCaps: [{ isolation: "advisory", maxSeverity: "warning" }] });
 
     it.each([
@@ -322,7 +307,7 @@ describe("decide", () => {
     ] as const)(
       "a provider launched with isolation %s, under host assurance %s, keeps %s (%s)",
       (isolation, mode, severity, decision) => {
-        const evaluation = provider(ok([diag]), "gate", isolation === undefined ? {} : { isolation });
+        const evaluation = provider(ok([diag()]), "gate", isolation === undefined ? {} : { isolation });
         const { envelope } = decide({
           ...input("gate", [evaluation]),
           policy: capped,
@@ -350,8 +335,8 @@ describe("decide", () => {
         })),
         severityCaps: [{ isolation: "advisory", maxSeverity: "warning" }],
       });
-      const local = provider(ok([diag]), "gate", { isolation: "advisory" });
-      const sandboxed = provider(ok([{ ...diag, source: "js", code: "js/1", fingerprint: "f2" }], "q"), "gate", {
+      const local = provider(ok([diag()]), "gate", { isolation: "advisory" });
+      const sandboxed = provider(ok([diag({ source: "js", code: "js/1", fingerprint: "f2" })], "q"), "gate", {
         id: "q",
         sources: ["js"],
         isolation: "isolated",
@@ -380,22 +365,13 @@ describe("decide", () => {
           { id: "types", capability: "check", sources: ["ts"], callSites: ["interactive", "gate", "sweep"] },
           { id: "lint", capability: "check", sources: ["lint"], callSites: ["interactive", "gate", "sweep"] },
         ],
-        grants: [
-          {
-            provider: "p",
-            version: "1.0.0",
-            digest: D("1"),
-            requirement: "types",
-            callSites: ["interactive", "gate", "sweep"],
-          },
-          {
-            provider: "p",
-            version: "1.0.0",
-            digest: D("1"),
-            requirement: "lint",
-            callSites: ["interactive", "gate", "sweep"],
-          },
-        ],
+        grants: ["types", "lint"].map((requirement) => ({
+          provider: "p",
+          version: "1.0.0",
+          digest: D("1"),
+          requirement,
+          callSites: [...CALL_SITES],
+        })),
       });
       for (const callSite of CALL_SITES) {
         const { envelope } = decide({
