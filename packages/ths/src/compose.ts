@@ -7,11 +7,16 @@ import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
 import { Host } from "./host.js";
+import { configuredProvider, remeasuredPlugin } from "./integrity.js";
 import { loadPolicy } from "./policy-file.js";
 import type { TrustedProvider } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvider, THS_TOKENS } from "./tokens.js";
 
-/** The host's own name and version, sent in `initialize` and reported by `host/status`. */
+/**
+ * The host's own name and version, sent in `initialize`, reported by `host/status`, and
+ * compared with the trusted policy's `host` pin (implementation, version range) before every
+ * decision. The name is `asp-ths` everywhere (docs/policy.md's example pins it).
+ */
 export const HOST_INFO = Object.freeze({ name: "asp-ths", version: "0.1.0" });
 
 /** Options of {@link composeHost}. */
@@ -89,7 +94,8 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     if (ids.has(m.id))
       throw new ThsError("ASP_THS_BAD_MANIFEST", `provider ${m.id} is configured twice`, { data: { id: m.id } });
     ids.add(m.id);
-    providers.push({ manifest: r.value, origin: "config", integrityVerified: false });
+    // Measured now and before every launch: a grant is honoured only over a measured digest.
+    providers.push(configuredProvider(r.value));
   }
   const refused: RefusedProvider[] = [];
   if ((options.plugins ?? []).length > 0) {
@@ -97,7 +103,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     for (const p of loaded.providers) {
       if (ids.has(p.manifest.id)) continue;
       ids.add(p.manifest.id);
-      providers.push(p);
+      providers.push(remeasuredPlugin(p));
     }
     refused.push(...loaded.refused);
   }

@@ -19,7 +19,13 @@ import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
 import { candidatePolicyFailures } from "./policy-change.js";
-import { authorityEvidence, initializedGrants, requiredRequirements, verifiedGrants } from "./policy-view.js";
+import {
+  authorityEvidence,
+  initializedGrants,
+  requiredRequirements,
+  SUBPROCESS_ISOLATION,
+  verifiedGrants,
+} from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
 import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type IdSource, type ProviderSet, THS_TOKENS } from "./tokens.js";
@@ -205,7 +211,17 @@ export class Host {
           ok: outcome.kind === "ok",
           detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
         });
-        const identityVerified = outcome.kind === "ok" || sup.initialized !== null;
+        // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
+        // configured provider's root digest equal to its pin), never taken from the initialize reply.
+        // A launch refused because the root no longer measures as pinned fails the axis too.
+        const measured =
+          outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
+            ? "failed"
+            : sup.provider.integrityVerified
+              ? "verified"
+              : sup.provider.origin === "config" && m.root !== undefined
+                ? "failed"
+                : "unverified";
         return {
           outcome,
           eval: {
@@ -215,16 +231,17 @@ export class Host {
             declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
             grants,
             authority: authorityEvidence(policy, m, callSite, {
-              identityVerified,
-              integrityVerified: sup.provider.integrityVerified,
+              identity: measured,
+              integrity: measured,
               isolated: false,
             }),
             outcome:
               outcome.kind === "ok"
                 ? { kind: "ok", assessment: outcome.assessment }
                 : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
-            // host §3: a local subprocess can write the real worktree.
+            // host §3: a local subprocess can write the real worktree, and nothing confines it.
             directWrite: true,
+            isolation: SUBPROCESS_ISOLATION,
           },
         };
       }),
@@ -272,6 +289,8 @@ export class Host {
     const { envelope: decided, failOpens } = decide({
       callSite,
       policy,
+      // host §2: compared with the policy's host pin. This host cannot measure its own artifact.
+      host: { name: this.info.name, version: this.info.version, digest: null },
       baseline: binding.baseline,
       changeset: cs?.digest ?? null,
       required,

@@ -27,8 +27,16 @@ export interface TrustedProvider {
   readonly manifest: ProviderManifest;
   /** `config`: named in the trusted host configuration; `plugin`: loaded and verified by plugin-host. */
   readonly origin: "config" | "plugin";
-  /** True when plugin-host verified the artifact's signature and digest. */
+  /**
+   * True when the artifact was measured and equals its pin: plugin-host verified a plugin's
+   * signature and digest, or the host measured a configured provider's `root` (see integrity.ts).
+   */
   readonly integrityVerified: boolean;
+  /**
+   * Re-measures what is about to run before every launch and restart; a reason string refuses
+   * the launch (`integrity_unverified`, nothing is spawned), `null` lets it go ahead.
+   */
+  readonly verifyLaunch?: () => string | null;
 }
 
 /** What one provider answered for one evaluation, after validation and freshness. */
@@ -250,6 +258,16 @@ export class ProviderSupervisor {
         };
       }
       await new Promise((r) => setTimeout(r, wait));
+    }
+    // Invariant 4: what runs is what was verified, at every launch and restart.
+    const refused = this.provider.verifyLaunch?.() ?? null;
+    if (refused !== null) {
+      this.setState("unavailable");
+      return {
+        ok: false,
+        failClass: "integrity_unverified",
+        detail: this.fail("integrity_unverified", refused, "unavailable").detail,
+      };
     }
     const m = this.provider.manifest;
     const spec: LaunchSpec = {

@@ -34,6 +34,7 @@ import {
   RelPath,
   requires,
   SemVer,
+  SemVerRange,
   SeverityT,
   StringEnum,
   Timestamp,
@@ -307,6 +308,9 @@ export const ProviderManifestSchema = Type.Object(
     executable: AbsPath,
     args: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 }),
     cwd: AbsPath,
+    // The folder holding the provider's code: the host measures its tree digest (the plugin
+    // digest) before each launch and honours grants only when it equals `digest`.
+    root: Type.Optional(AbsPath),
     capabilities: Type.Array(CapabilityFamilyT, { minItems: 1, uniqueItems: true }),
     diagnosticSources: Type.Array(DiagnosticSource, { uniqueItems: true }),
     protocolVersion: Type.String({ pattern: "^\\d+\\.\\d+$" }),
@@ -426,7 +430,9 @@ export const PolicySchema = Type.Object(
       Type.Object(
         {
           implementation: Id,
-          version: Type.Optional(SemVer),
+          // A semver range the running host's version must satisfy (an exact version is a range).
+          version: Type.Optional(SemVerRange),
+          // This host cannot measure its own artifact: a policy that pins a digest is never satisfied.
           digest: Type.Optional(Digest),
         },
         {
