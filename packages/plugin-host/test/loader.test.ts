@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { appendFileSync, cpSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createMemoryStore, snapshotWorktree } from "@asp/evidence";
@@ -433,6 +433,36 @@ describe("loadPlugins", () => {
         [`plugin:${join(realpathSync(parent), "dangling")}`, "ASP_PLUGIN_NOT_FOUND"],
         [`plugin:${join(realpathSync(parent), "loop")}`, "ASP_PLUGIN_NOT_FOUND"],
       ]);
+    });
+
+    it.each([
+      ["asp-plugin.sig", "ASP_PLUGIN_IO"],
+      ["asp-plugin.json", "ASP_PLUGIN_DIGEST_MISMATCH"],
+    ])("refuses a %s that is a named pipe instead of waiting on it forever", async (file, code) => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { id: "provider-fifo" });
+      signPlugin(dir, key);
+      rmSync(join(dir, file));
+      execFileSync("mkfifo", [join(dir, file)]);
+      const result = await loadPlugins({
+        dirs: [dir],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir, id: "provider-fifo" }]),
+      });
+      expect(result.providers).toEqual([]);
+      expect(result.refused.map((r) => [r.key, r.code])).toEqual([[`plugin:${realpathSync(dir)}`, code]]);
+    });
+
+    it("refuses a signature file that is a device (endless bytes) or too large", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { id: "provider-zero" });
+      signPlugin(dir, key);
+      rmSync(join(dir, "asp-plugin.sig"));
+      symlinkSync("/dev/zero", join(dir, "asp-plugin.sig"));
+      const big = makePlugin("provider", { id: "provider-big" });
+      writeFileSync(join(big, "asp-plugin.sig"), " ".repeat(2 * 1024 * 1024));
+      const result = await loadPlugins({ dirs: [dir, big], trustRoots: roots, policy: grantPolicy([{ dir }]) });
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_IO", "ASP_PLUGIN_IO"]);
     });
 
     it("bounds the key of a folder with a very long path, and keeps it unique", () => {

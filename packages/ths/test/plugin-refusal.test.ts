@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import {
   appendFileSync,
   cpSync,
@@ -62,7 +63,11 @@ function folders() {
   const long = join(root, "x".repeat(200), "y".repeat(100), "plugin");
   mkdirSync(join(long, ".."), { recursive: true });
   cpSync(unsigned, long, { recursive: true });
-  return { root, tampered, unsigned, copy, parent, long, missing: join(root, "missing") };
+  // A copy whose signature file is a named pipe: reading it would wait forever.
+  const pipe = join(root, "pipe");
+  cpSync(unsigned, pipe, { recursive: true });
+  execFileSync("mkfifo", [join(pipe, "asp-plugin.sig")]);
+  return { root, tampered, unsigned, copy, parent, long, pipe, missing: join(root, "missing") };
 }
 
 async function gateWith(plugins: readonly string[], files: Record<string, string> = { "README.md": "# ok\n" }) {
@@ -176,11 +181,11 @@ describe("a refused plugin beside the signed one (issue 11 item 10)", () => {
     expect(e.coverage.degraded).toEqual([]);
   }, 60_000);
 
-  it("a dangling link in a plugins folder, a missing folder and a refused folder with a very long path: still a decision", async () => {
-    const e = await gateWith([f.parent, f.missing, f.long]);
+  it("a dangling link in a plugins folder, a missing folder, a named pipe for a signature and a very long path: still a decision", async () => {
+    const e = await gateWith([f.parent, f.missing, f.long, f.pipe]);
     expect(e.decision).toBe("allow");
     const keys = Object.keys(degradedOf(e)).sort();
-    expect(keys).toHaveLength(3);
+    expect(keys).toHaveLength(4);
     for (const k of keys) {
       expect(k.startsWith("plugin:")).toBe(true);
       expect(k.length).toBeLessThanOrEqual(256);
@@ -192,7 +197,7 @@ describe("a refused plugin beside the signed one (issue 11 item 10)", () => {
   // with a durable receipt; a refused folder is only ever named by its folder; the decision is
   // allow exactly when one verified folder claims the id (the requirement's only provider).
   it("no set of plugin folders ends a gate without a decision and a receipt (fast-check)", async () => {
-    const pool = [SIGNED, f.copy, f.tampered, f.unsigned, f.parent, f.missing, f.long];
+    const pool = [SIGNED, f.copy, f.tampered, f.unsigned, f.parent, f.missing, f.long, f.pipe];
     const verified = new Set([SIGNED, f.copy, f.parent]);
     await fc.assert(
       fc.asyncProperty(
