@@ -21,8 +21,8 @@ export interface IdSource {
 export interface RefusedProvider {
   /**
    * What the refusal is reported under. For a refused plugin folder: `plugin:<its real path>`
-   * (plugin-host's `RefusedPlugin.key`), never the id the folder claims. The host gives an id
-   * that a supervised provider or an earlier refusal already has a `#n` suffix.
+   * (plugin-host's `RefusedPlugin.key`), never the id the folder claims. When a supervised
+   * provider or an earlier refusal already has this id, the host reports it with a `#n` suffix.
    */
   readonly id: string;
   readonly reason: "missing" | "unavailable";
