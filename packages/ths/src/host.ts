@@ -247,27 +247,38 @@ export class Host {
       }),
     );
 
-    // Providers refused before supervision (e.g. by plugin-host) still count as offered.
-    const refused: ProviderEvaluation[] = this.providerSet.refused.map((r) => ({
-      provider: { id: r.id, version: "0.0.0", digest: `sha256:${"0".repeat(64)}` },
-      capability: "check",
-      state: "unavailable",
-      declaredSources: [],
-      grants: [],
-      authority: {
-        providerId: r.id,
-        providerVersion: "0.0.0",
-        providerDigest: `sha256:${"0".repeat(64)}`,
-        identity: "failed",
-        integrity: "failed",
-        conformance: "unverified",
-        isolation: "unverified",
-        authorityGrant: "unverified",
+    // Providers refused before supervision (e.g. by plugin-host) still count as offered, each
+    // under an id of its own: one evaluation never holds two providers under one id, so a
+    // refusal can neither stand in for a supervised provider nor stop the decision.
+    const ids = new Set(evaluations.map((e) => e.eval.provider.id));
+    const distinct = (wanted: string): string => {
+      let id = wanted;
+      for (let n = 2; ids.has(id); n++) id = `${[...wanted].slice(0, 248).join("")}#${n}`;
+      ids.add(id);
+      return id;
+    };
+    const refused: ProviderEvaluation[] = this.providerSet.refused
+      .map((r) => ({ r, id: distinct(r.id) }))
+      .map(({ r, id }) => ({
+        provider: { id, version: "0.0.0", digest: `sha256:${"0".repeat(64)}` },
+        capability: "check",
+        state: "unavailable",
+        declaredSources: [],
         grants: [],
-      },
-      outcome: { kind: "failed", failClass: r.reason, detail: r.detail },
-      directWrite: false,
-    }));
+        authority: {
+          providerId: id,
+          providerVersion: "0.0.0",
+          providerDigest: `sha256:${"0".repeat(64)}`,
+          identity: "failed",
+          integrity: "failed",
+          conformance: "unverified",
+          isolation: "unverified",
+          authorityGrant: "unverified",
+          grants: [],
+        },
+        outcome: { kind: "failed", failClass: r.reason, detail: r.detail },
+        directWrite: false,
+      }));
 
     // THREAT-MODEL invariant 6: the worktree the decision describes is the worktree the caller gets.
     // A write during evaluation (by a provider or anyone else) makes every required answer moot.
