@@ -1,4 +1,4 @@
-import { relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
   type AuditReceipt,
@@ -29,6 +29,7 @@ import {
 import { appendDecision, buildReceipt } from "./receipts.js";
 import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type IdSource, type ProviderSet, THS_TOKENS } from "./tokens.js";
+import { manifestLocationsInside } from "./trusted-location.js";
 
 /** Progress of one evaluation, for a spinner or log line. */
 export type ProgressEvent =
@@ -181,13 +182,18 @@ export class Host {
         const grants = verifiedGrants(policy, m, callSite);
         progress({ phase: "provider-start", provider: m.id });
         let outcome: AssessOutcome;
-        const inside = relative(repo, m.cwd);
-        if (inside === "" || (!inside.startsWith("..") && !inside.startsWith("/"))) {
-          // host §2: never launched from the mutable candidate repository.
+        // host §2: never launched from the mutable candidate repository: executable, arguments that
+        // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
+        const inside = manifestLocationsInside(repo, m);
+        if (inside.length > 0) {
           outcome = {
             kind: "failed",
             failClass: "unavailable",
-            detail: `launch refused: cwd ${m.cwd} is inside the candidate repository`,
+            detail:
+              `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
+                0,
+                1900,
+              ),
             state: "unavailable",
             declaredSources: [],
           };

@@ -1,3 +1,6 @@
+import { mkdtempSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { validate } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
@@ -92,6 +95,24 @@ describe("supervisor", () => {
       }
     });
 
+    it.each([
+      ["a cwd in a folder named ..x", (repo: string) => ({ cwd: join(repo, "..x") })],
+      ["a script argument inside the repository", (repo: string) => ({ args: [join(repo, "evil.mjs")] })],
+      ["a cwd reached through a symlink into the repository", (repo: string) => ({ cwd: linkTo(repo) })],
+    ])("host §2: refuses a provider launched with %s (never runs it)", async (_what, launch) => {
+      const repo = tempRepo({ "a.ts": "ok\n", "..x/keep": "", "evil.mjs": "process.exit(0);\n" });
+      const m = { ...manifest("fake-honest-ts"), ...launch(repo) };
+      const { host } = await testHost({ policy: policyFor([m]), providers: [m], warm: false });
+      try {
+        const { envelope } = await host.gate({ repo });
+        expect(envelope.decision).toBe("indeterminate");
+        expect(envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "unavailable" });
+        expect(envelope.coverage.degraded[0]?.detail).toMatch(/inside the candidate repository/);
+      } finally {
+        await host.close();
+      }
+    });
+
     it("an executable that does not exist is unavailable, never a pass", async () => {
       const m = { ...manifest("fake-honest-ts"), executable: "/nonexistent/node" };
       const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
@@ -134,3 +155,10 @@ describe("supervisor", () => {
     expect(FIXTURES).toMatch(/test\/fixtures\/$/);
   });
 });
+
+/** A symlink outside `target` that points at it. */
+function linkTo(target: string): string {
+  const link = join(mkdtempSync(join(tmpdir(), "asp-ths-link-")), "via");
+  symlinkSync(target, link);
+  return link;
+}
