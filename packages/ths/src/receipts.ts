@@ -38,9 +38,16 @@ export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): A
   };
 }
 
+/** Options of {@link appendDecision}. */
+export interface AppendDecisionOptions {
+  /** More facts that must be durable with the decision, in the same batch (e.g. provider health). */
+  readonly facts?: readonly FactInput[];
+}
+
 /**
  * Append the decision and its receipt in ONE atomic, synced batch (host §1, DESIGN §8), before
- * the envelope is returned. The receipt also becomes the latest baseline of `repo`.
+ * the envelope is returned, with `options.facts` after them. The receipt also becomes the
+ * latest baseline of `repo`.
  * @throws EvidenceError from the fact log (`ASP_EVIDENCE_STORE_CLOSED`, ...): nothing is written.
  */
 export async function appendDecision(
@@ -48,6 +55,7 @@ export async function appendDecision(
   envelope: DecisionEnvelope,
   receipt: AuditReceipt,
   repo: string | null,
+  options: AppendDecisionOptions = {},
 ): Promise<FactEntry[]> {
   const index = [
     { name: "decisionId", value: envelope.decisionId },
@@ -61,6 +69,7 @@ export async function appendDecision(
       index: [...index, { name: "receiptId", value: receipt.receiptId }],
       state: repo === null ? [] : [baselineStateKey(repo)],
     },
+    ...(options.facts ?? []),
   ];
   return log.append(entries);
 }

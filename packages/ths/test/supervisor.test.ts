@@ -58,7 +58,13 @@ describe("supervisor", () => {
     const table = [
       { fixture: "fake-honest-ts", kind: "complete", reason: null, family: "initialized", towardQuarantine: 0 },
       { fixture: "fake-error", kind: "error", reason: "errored", family: "degraded", towardQuarantine: 1 },
-      { fixture: "fake-unsupported", kind: "unsupported", reason: "unsupported", family: "degraded", towardQuarantine: 0 },
+      {
+        fixture: "fake-unsupported",
+        kind: "unsupported",
+        reason: "unsupported",
+        family: "degraded",
+        towardQuarantine: 0,
+      },
       { fixture: "fake-incomplete", kind: "incomplete", reason: "incomplete", family: "degraded", towardQuarantine: 0 },
       { fixture: "fake-partial", kind: "partial", reason: "incomplete", family: "degraded", towardQuarantine: 0 },
     ] as const;
@@ -106,7 +112,10 @@ describe("supervisor", () => {
         });
         const third = await host.gate({ repo });
         expect(third.envelope.decision).toBe("indeterminate");
-        expect(third.envelope.coverage.degraded[0]).toMatchObject({ reason: "quarantined", providerState: "quarantined" });
+        expect(third.envelope.coverage.degraded[0]).toMatchObject({
+          reason: "quarantined",
+          providerState: "quarantined",
+        });
         expect(host.status().providers[0]?.outcomes).toMatchObject({ error: 2, failed: 1, complete: 0 });
       } finally {
         await host.close();
