@@ -4,6 +4,7 @@ import type { CallSite, DecisionEnvelope } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import {
   type ComposedHost,
+  type ComposeHostOptions,
   composeHost,
   type HostConfig,
   listReceipts,
@@ -33,8 +34,15 @@ export function readHostConfig(ctx: CliContext, path: string | undefined): HostC
   return loadHostConfig(file);
 }
 
-/** Compose the host a configuration describes; fail-opens are logged on stderr as they happen. */
-export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promise<ComposedHost> {
+/**
+ * Compose the host a configuration describes; fail-opens are logged on stderr as they happen.
+ * `overrides` replace composition options (e.g. `asp status` composes with `warm: false`).
+ */
+export async function hostFromConfig(
+  ctx: CliContext,
+  config: HostConfig,
+  overrides: Partial<ComposeHostOptions> = {},
+): Promise<ComposedHost> {
   return composeHost({
     store: config.store,
     policy: config.policy,
@@ -47,6 +55,7 @@ export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promi
       log: (e) =>
         ctx.io.stderr(`asp: fail-open: provider ${e.provider} failClass ${e.failClass} call-site ${e.callSite}\n`),
     },
+    ...overrides,
   });
 }
 
