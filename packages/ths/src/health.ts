@@ -56,10 +56,14 @@ export function outcomeOfAssessment(a: Assessment): ProviderRunOutcome {
   return (a.coverage?.missing?.length ?? 0) > 0 ? "partial" : "complete";
 }
 
-/** The outcome kind of a typed failure: a JSON-RPC error is `error`, a capability gap `unsupported`. */
+/**
+ * The outcome kind of a typed failure: a JSON-RPC error is `error`, a capability gap
+ * `unsupported`; everything else (including a request cut off by the callback budget) gave no
+ * answer at all and is `failed`.
+ */
 export function outcomeOfFailure(failClass: FailClass): ProviderRunOutcome {
   if (failClass === "errored") return "error";
-  if (failClass === "unsupported" || failClass === "incomplete") return failClass;
+  if (failClass === "unsupported") return "unsupported";
   return "failed";
 }
 

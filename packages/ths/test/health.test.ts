@@ -92,6 +92,8 @@ describe("health", () => {
         const quarantined = h.failed(failClass);
         expect(quarantined).toBe(QUARANTINE_FAILURES.has(failClass));
         expect(h.figures().coverage).toEqual({ ran: 0, degraded: 1 });
+        const kind = failClass === "errored" ? "error" : failClass === "unsupported" ? "unsupported" : "failed";
+        expect(h.figures().outcomes?.[kind]).toBe(1);
       },
     );
 
