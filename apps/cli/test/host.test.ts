@@ -3,27 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ProviderManifest, validate } from "@asp/contracts";
-import { blobDigest } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
-
-const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
-
-function manifest(file: string, source: string): ProviderManifest {
-  const path = join(FIXTURES, `${file}.mjs`);
-  return {
-    id: file,
-    version: "1.0.0",
-    digest: blobDigest(readFileSync(path)),
-    executable: process.execPath,
-    args: [path, "--id", file, "--source", source],
-    cwd: FIXTURES,
-    capabilities: ["check"],
-    diagnosticSources: [source],
-    protocolVersion: "1.0",
-  };
-}
+import { fixtureManifest as manifest, REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
 
 /** A temp folder with a host config (own store) over these providers, all granted at every call-site. */
 function hostConfig(providers: ProviderManifest[]): { dir: string; config: string } {

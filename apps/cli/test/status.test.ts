@@ -2,28 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
-import { blobDigest } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
-
-const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
-
-/** A fixture provider that appends a line to `launchLog` every time it is launched. */
-function provider(file: string, launchLog: string): ProviderManifest {
-  const path = join(FIXTURES, `${file}.mjs`);
-  return {
-    id: file,
-    version: "1.0.0",
-    digest: blobDigest(readFileSync(path)),
-    executable: process.execPath,
-    args: [path, "--id", file, "--source", "fake", "--launch-log", launchLog],
-    cwd: FIXTURES,
-    capabilities: ["check"],
-    diagnosticSources: ["fake"],
-    protocolVersion: "1.0",
-  };
-}
+import { fixtureManifest, runBinary, runInProcess } from "./helpers.js";
 
 /** The policy pinning and granting `m` (requirement `req`) at the gate. */
 function policyOf(m: ProviderManifest, quarantineAfterFailures = 3): Policy {
@@ -41,7 +22,7 @@ function policyOf(m: ProviderManifest, quarantineAfterFailures = 3): Policy {
 function installation(file: string, policy: (m: ProviderManifest) => unknown = (m) => policyOf(m)) {
   const dir = mkdtempSync(join(tmpdir(), "asp-cli-status-"));
   const launchLog = join(dir, "launches.log");
-  const m = provider(file, launchLog);
+  const m = fixtureManifest(file, "fake", ["--launch-log", launchLog]);
   writeFileSync(join(dir, "policy.json"), JSON.stringify(policy(m)));
   const config = join(dir, "host.json");
   writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers: [m] }));

@@ -122,39 +122,41 @@ describe("supervisor", () => {
       }
     });
 
-    it("host §8: a capability gap or an incomplete answer between two errors does not reset the failure count", async () => {
-      const m = manifest("fake-status-cycle", { args: ["--cycle", "error,unsupported,partial"] });
+    /** Gate `runs` times on one host over fake-status-cycle; the provider's status after each run. */
+    async function cycleStatuses(cycle: string, runs: number) {
+      const m = manifest("fake-status-cycle", { args: ["--cycle", cycle] });
       const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
       try {
         const repo = tempRepo();
-        for (let i = 0; i < 3; i++) await host.gate({ repo });
-        expect(host.status().providers[0]?.health).toMatchObject({ consecutiveFailures: 1, quarantined: false });
-        await host.gate({ repo });
-        expect(host.status().providers[0]).toMatchObject({
-          state: "quarantined",
-          health: { consecutiveFailures: 2, quarantined: true },
-          outcomes: { error: 2, unsupported: 1, partial: 1, complete: 0 },
-        });
+        const out = [];
+        for (let i = 0; i < runs; i++) {
+          await host.gate({ repo });
+          out.push(host.status().providers[0]);
+        }
+        return out;
       } finally {
         await host.close();
       }
+    }
+
+    it("host §8: a capability gap or an incomplete answer between two errors does not reset the failure count", async () => {
+      const statuses = await cycleStatuses("error,unsupported,partial", 4);
+      expect(statuses[2]?.health).toMatchObject({ consecutiveFailures: 1, quarantined: false });
+      expect(statuses[3]).toMatchObject({
+        state: "quarantined",
+        health: { consecutiveFailures: 2, quarantined: true },
+        outcomes: { error: 2, unsupported: 1, partial: 1, complete: 0 },
+      });
     });
 
     it("only a complete run resets the failure count", async () => {
-      const m = manifest("fake-status-cycle", { args: ["--cycle", "error,complete"] });
-      const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
-      try {
-        const repo = tempRepo();
-        for (let i = 0; i < 4; i++) await host.gate({ repo });
-        expect(host.status().providers[0]).toMatchObject({
-          health: { consecutiveFailures: 0, quarantined: false },
-          outcomes: { error: 2, complete: 2 },
-          latency: { samples: 2 },
-          coverage: { ran: 2, degraded: 2 },
-        });
-      } finally {
-        await host.close();
-      }
+      const statuses = await cycleStatuses("error,complete", 4);
+      expect(statuses[3]).toMatchObject({
+        health: { consecutiveFailures: 0, quarantined: false },
+        outcomes: { error: 2, complete: 2 },
+        latency: { samples: 2 },
+        coverage: { ran: 2, degraded: 2 },
+      });
     });
   });
 
