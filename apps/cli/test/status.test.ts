@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
+import { loadPolicy } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
 import { fixtureManifest, runBinary, runInProcess } from "./helpers.js";
@@ -113,6 +114,30 @@ describe("asp status", () => {
       const report = JSON.parse(r.stdout);
       expect(report.policy).toMatchObject({ valid: false });
       expect(report.policy.errors[0]).toMatchObject({ code: "ASP_POLICY_UNPINNED_GRANT", pointer: "/grants/0/digest" });
+    });
+
+    // The same verdict as the host's own loader, whatever it checks: status never calls valid what the host refuses.
+    const policyTexts: ReadonlyArray<readonly [string, (m: ProviderManifest) => string]> = [
+      ["valid", (m) => JSON.stringify(policyOf(m))],
+      ["not JSON", () => "{ not json"],
+      ["a grant to an unpinned digest", (m) => JSON.stringify(unpinned(m))],
+      ["an open gate cell", (m) => JSON.stringify({ ...policyOf(m), failPolicy: { stale: { gate: "open" } } })],
+      ["a key given twice", (m) => JSON.stringify(policyOf(m)).replace("{", '{"apiVersion":"asp.policy/v1",')],
+    ];
+    it.each(policyTexts)("reports the host's own verdict on a policy with %s", async (_why, text) => {
+      const { dir, m } = installation("fake-honest-ts");
+      const path = join(dir, "policy.json");
+      writeFileSync(path, text(m));
+      let expected = "valid";
+      try {
+        loadPolicy(path);
+      } catch (error) {
+        expected = (error as { code: string }).code;
+      }
+      const r = await runInProcess(["status", "--json", "--policy", path], { cwd: dir });
+      const policy = JSON.parse(r.stdout).policy;
+      expect(policy.valid ? "valid" : policy.errors[0].code).toBe(expected);
+      expect(r.code).toBe(expected === "valid" ? EXIT.ok : EXIT.usage);
     });
 
     it("with a host configuration naming that policy: exit 64, no health shown, nothing launched", async () => {
