@@ -4,30 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ProviderManifest, validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
-import { digestPlugin } from "@asp/plugin-host";
 import { FACT_KINDS } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
-
-const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
-
-/** A configured fixture provider whose root is the fixtures folder, pinned to its measured digest. */
-function manifest(file: string, source: string): ProviderManifest {
-  const path = join(FIXTURES, `${file}.mjs`);
-  return {
-    id: file,
-    version: "1.0.0",
-    digest: digestPlugin(FIXTURES).digest,
-    executable: process.execPath,
-    args: [path, "--id", file, "--source", source],
-    cwd: FIXTURES,
-    root: FIXTURES,
-    capabilities: ["check"],
-    diagnosticSources: [source],
-    protocolVersion: "1.0",
-  };
-}
+import { fixtureManifest as manifest, REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
 
 /** A temp folder with a host config (own store) over these providers, all granted at every call-site. */
 function hostConfig(providers: ProviderManifest[]): { dir: string; config: string } {

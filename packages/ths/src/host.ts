@@ -100,7 +100,8 @@ export class Host {
     @inject(THS_TOKENS.StoreId) private readonly storeId: string,
   ) {
     this.supervisors = providerSet.providers.map(
-      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env),
+      // host §8: each supervisor restores its provider's stored health before its first launch.
+      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env, log),
     );
   }
 
@@ -341,8 +342,11 @@ export class Host {
         data: { errors },
       });
     }
-    // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned.
-    await appendDecision(this.log, envelope, receipt, repo);
+    // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned;
+    // host §8: provider health (failures, quarantine, latency) in the same batch, so one-shot hosts accumulate it.
+    await appendDecision(this.log, envelope, receipt, repo, {
+      facts: this.supervisors.flatMap((s) => s.healthFacts()),
+    });
     this.recordTail(performance.now() - tailStarted);
     for (const f of failOpens) this.failOpenSink.log({ ...f, decisionId });
     return { envelope, receipt, failOpens };

@@ -5,6 +5,7 @@ import { openStore } from "@asp/evidence";
 import {
   assertTrustedLocations,
   type ComposedHost,
+  type ComposeHostOptions,
   composeHost,
   type HostConfig,
   listReceipts,
@@ -39,8 +40,15 @@ export function readHostConfig(ctx: CliContext, flag: string | undefined, repo?:
   return config;
 }
 
-/** Compose the host a configuration describes; fail-opens are logged on stderr as they happen. */
-export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promise<ComposedHost> {
+/**
+ * Compose the host a configuration describes; fail-opens are logged on stderr as they happen.
+ * `overrides` replace composition options (e.g. `asp status` composes with `warm: false`).
+ */
+export async function hostFromConfig(
+  ctx: CliContext,
+  config: HostConfig,
+  overrides: Partial<ComposeHostOptions> = {},
+): Promise<ComposedHost> {
   return composeHost({
     store: config.store,
     policy: config.policy,
@@ -55,6 +63,7 @@ export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promi
           `asp: fail-open: provider ${inert(e.provider)} failClass ${inert(e.failClass)} call-site ${inert(e.callSite)}\n`,
         ),
     },
+    ...overrides,
   });
 }
 

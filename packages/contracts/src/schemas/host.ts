@@ -10,6 +10,7 @@ import {
   PERMISSION_OUTCOMES,
   PLUGIN_CAPABILITIES,
   PLUGIN_KINDS,
+  PROVIDER_RUN_OUTCOMES,
   PROVIDER_STATES,
 } from "../vocabularies.js";
 import {
@@ -487,6 +488,10 @@ const ProviderStatus = Type.Object(
     ),
     timeouts: Type.Integer({ minimum: 0 }),
     coverage: Type.Object({ ran: Type.Integer({ minimum: 0 }), degraded: Type.Integer({ minimum: 0 }) }, Closed),
+    // host §2: error, unsupported and incomplete stay distinct in metrics; `ran` counts only `complete`.
+    outcomes: Type.Optional(
+      Type.Object(Object.fromEntries(PROVIDER_RUN_OUTCOMES.map((o) => [o, Type.Integer({ minimum: 0 })])), Closed),
+    ),
   },
   Closed,
 );
