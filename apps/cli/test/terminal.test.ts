@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ProviderManifest } from "@asp/contracts";
-import { blobDigest } from "@asp/evidence";
+import { digestPlugin } from "@asp/plugin-host";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
@@ -21,10 +21,11 @@ function hostile(args: string[] = []): ProviderManifest {
   return {
     id: "fake-terminal-escape",
     version: "1.0.0",
-    digest: blobDigest(readFileSync(path)),
+    digest: digestPlugin(FIXTURES).digest,
     executable: process.execPath,
     args: [path, "--source", "esc", ...args],
     cwd: FIXTURES,
+    root: FIXTURES,
     capabilities: ["check"],
     diagnosticSources: ["esc"],
     protocolVersion: "1.0",

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
 import { loadPlugins, type RefusedPlugin, readTrustRoots, refusedPluginKey } from "@asp/plugin-host";
@@ -17,7 +18,14 @@ import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvi
  * compared with the trusted policy's `host` pin (implementation, version range) before every
  * decision. The name is `asp-ths` everywhere (docs/policy.md's example pins it).
  */
-export const HOST_INFO = Object.freeze({ name: "asp-ths", version: "0.1.0" });
+export const HOST_INFO = Object.freeze({ name: "asp-ths", version: packageVersion() });
+
+/** The released version, from this package's own package.json (src/ and dist/ both sit one level below it). */
+function packageVersion(): string {
+  const pkg = createRequire(import.meta.url)("../package.json") as { version?: unknown };
+  if (typeof pkg.version !== "string") throw new ThsError("ASP_THS_INTERNAL", "@asp/ths package.json has no version");
+  return pkg.version;
+}
 
 /** Options of {@link composeHost}. */
 export interface ComposeHostOptions {

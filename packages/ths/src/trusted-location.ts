@@ -8,7 +8,7 @@ import { ThsError } from "./errors.js";
 // included, so no trusted input may be read from inside it, directly or through a link.
 
 /** The launch fields of a provider manifest that must lie outside the repository. */
-export type ProviderLaunch = Pick<ProviderManifest, "id" | "executable" | "args" | "cwd">;
+export type ProviderLaunch = Pick<ProviderManifest, "id" | "executable" | "args" | "cwd" | "root">;
 
 /**
  * The trusted inputs of a host configuration, as absolute paths. A `HostConfig` is one (plus the
@@ -34,7 +34,7 @@ export interface UntrustedLocation {
   /**
    * The configuration field that names it: `config`, `store`, `policy`, `trustRoots[0]`,
    * `plugins[1]`, `providers[acme.ts].executable`, `providers[acme.ts].args[2]`,
-   * `providers[acme.ts].cwd`.
+   * `providers[acme.ts].cwd`, `providers[acme.ts].root`.
    */
   readonly field: string;
   /** The path as configured (a relative provider argument resolved against the provider's cwd). */
@@ -151,6 +151,8 @@ function launchLocations(root: string, m: ProviderLaunch, field: string): Untrus
   const found: Array<UntrustedLocation | null> = [
     locate(root, `${field}.executable`, m.executable),
     locate(root, `${field}.cwd`, m.cwd),
+    // The measured folder: inside the repository, the candidate would choose what is measured.
+    m.root === undefined ? null : locate(root, `${field}.root`, m.root),
   ];
   m.args.forEach((arg, i) => {
     // An argument is a path when the provider opens it: relative ones from its cwd. Check the

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Policy } from "@asp/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { HOST_INFO } from "../src/index.js";
@@ -24,6 +25,11 @@ async function gateUnder(host: NonNullable<Policy["host"]>) {
 describe("the policy's host pin", () => {
   it("HOST_INFO names this host asp-ths", () => {
     expect(HOST_INFO.name).toBe("asp-ths");
+  });
+
+  it("host §2: HOST_INFO.version is the package's released version, read from its package.json", () => {
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(HOST_INFO.version).toBe(pkg.version);
   });
 
   describe.each([

@@ -165,6 +165,12 @@ describe("trusted locations", () => {
       expect(manifestLocationsInside(repo, m).map((l) => l.field)).toEqual(["providers[acme.ts].executable"]);
     });
 
+    it("host §1/§2: a measured root inside the repository is refused (the candidate would choose what is measured)", () => {
+      const { repo, trusted } = tree();
+      const m = provider(trusted, { root: repo });
+      expect(manifestLocationsInside(repo, m).map((l) => l.field)).toEqual(["providers[acme.ts].root"]);
+    });
+
     it("host §2: a cwd inside the repository is refused, and relative arguments then name paths inside it too", () => {
       const { repo, trusted } = tree();
       expect(manifestLocationsInside(repo, provider(trusted, { cwd: repo })).map((l) => l.field)).toEqual([
