@@ -114,8 +114,9 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
       options.clock,
       ids,
     );
+    // Unique already: plugin-host refuses two verified plugins claiming one id, and
+    // loadPluginProviders refuses a plugin whose id a configured provider holds.
     for (const p of loaded.providers) {
-      if (ids.has(p.manifest.id)) continue;
       ids.add(p.manifest.id);
       providers.push(remeasuredPlugin(p));
     }
