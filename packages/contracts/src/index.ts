@@ -87,6 +87,8 @@ export {
   ProviderManifestSchema,
   VerdictSchema,
 } from "./schemas/host.js";
+export type { PluginStageResult, PluginVerifyResponse } from "./schemas/plugin.js";
+export { PluginStageResultSchema, PluginVerifyResponseSchema } from "./schemas/plugin.js";
 export type {
   AssessParams,
   InitializedParams,

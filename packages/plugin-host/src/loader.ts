@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { PluginCapability, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
+import type { PluginCapability, PluginKind, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
 import { CAPABILITY_FAMILIES, isAspError, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -11,6 +11,7 @@ import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 import { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
 import { errnoOf, PluginError, type PluginErrorCode } from "./errors.js";
 import { peekPluginId, readPluginManifest } from "./manifest.js";
+import { assertPluginPorts } from "./ports.js";
 import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
 import type {
@@ -175,6 +176,11 @@ export interface LoadPluginsOptions {
   readonly pluginOptions?: Readonly<Record<string, unknown>>;
   /** When given, one fact per plugin (`plugin.loaded` / `plugin.refused`) is appended in one batch. */
   readonly factLog?: FactLog;
+  /**
+   * The kinds the host will use (default: all). A verified verifier or sandbox of a kind not
+   * listed is never imported: its code does not enter a host that does not use it.
+   */
+  readonly kinds?: readonly PluginKind[];
 }
 
 /**
@@ -359,6 +365,8 @@ async function loadInProcess(
   ) {
     throw loadFailed(id, "registerInit needs { deps: { name: DependencyRef }, init: function }");
   }
+  // A plugin that asks for anything but its kind's ports is refused here, visibly.
+  assertPluginPorts(kind, id, init.deps);
   return { init, options };
 }
 
@@ -460,7 +468,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
         providers.push(
           Object.freeze({ $$type: "@asp/LoadedProvider", dir: v.dir, plugin: v.manifest, manifest: r.value, evidence }),
         );
-      } else {
+      } else if (options.kinds === undefined || options.kinds.includes(v.manifest.kind)) {
         const loaded = await loadInProcess(v, v.manifest.kind, options.pluginOptions?.[id] ?? {});
         const common = { dir: v.dir, plugin: v.manifest, evidence, options: loaded.options, init: loaded.init };
         if (v.manifest.kind === "verifier") verifiers.push(Object.freeze({ $$type: "@asp/LoadedVerifier", ...common }));

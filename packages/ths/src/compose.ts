@@ -203,6 +203,8 @@ async function loadPluginProviders(
     trustRoots: readTrustRoots(trustRootFiles),
     policy: policy.document as Policy,
     ...(clock === undefined ? {} : { now: () => clock.now() }),
+    // The gate host runs providers only: a verifier's or sandbox's code never enters it.
+    kinds: ["provider"],
   });
   const providers: TrustedProvider[] = [];
   const refused: RefusedPlugin[] = [...result.refused];
