@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { Level } from "level";
 import { afterEach, describe, expect, it } from "vitest";
-import { createMemoryStore, openStore, type Store, TOKENS } from "../src/index.js";
+import { createMemoryStore, type OpenStoreOptions, openStore, type Store, TOKENS } from "../src/index.js";
 import { ensureBuilt, tempDir } from "./helpers/tmp.js";
 
 const HOLD = new URL("./fixtures/hold-store.mjs", import.meta.url).pathname;
@@ -12,8 +12,8 @@ afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
 
-async function expectRefused(dir: string, code: string): Promise<void> {
-  const error = await openStore(dir).then(
+async function expectRefused(dir: string, code: string, options: OpenStoreOptions = {}): Promise<unknown> {
+  const error = await openStore(dir, options).then(
     (s) => {
       open.push(s);
       return undefined;
@@ -23,6 +23,7 @@ async function expectRefused(dir: string, code: string): Promise<void> {
   expect(error).toMatchObject({ code });
   // The error names the path, so an operator knows which directory to look at.
   expect((error as { data: { path: string } }).data.path).toBe(dir);
+  return error;
 }
 
 const listing = (dir: string): string[] => readdirSync(dir).sort();
@@ -145,11 +146,12 @@ describe("openStore", () => {
   });
 
   describe("when the store is already open", () => {
-    it("gives a second handle in the same process STORE_LOCKED", async () => {
+    it("gives a second handle in the same process STORE_LOCKED once its wait runs out, naming this pid", async () => {
       const dir = await madeStore();
       const first = await openStore(dir);
       open.push(first);
-      await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED");
+      const error = await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED", { waitMs: 0 });
+      expect(error).toMatchObject({ data: { pid: process.pid } });
     });
 
     it("gives a second process STORE_LOCKED while the first holds it, and opens once it is released", async () => {
@@ -166,7 +168,8 @@ describe("openStore", () => {
         child.on("exit", () => reject(new Error(`child exited: ${out}`)));
       });
       expect(out).toBe("opened\n");
-      await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED");
+      const error = await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED", { waitMs: 0 });
+      expect(error).toMatchObject({ data: { pid: child.pid } });
       child.stdin.end();
       expect(await exited).toBe(0);
       const store = await openStore(dir);
