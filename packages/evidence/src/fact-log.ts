@@ -58,7 +58,7 @@ function checkKey(value: unknown, what: string, i: number): string {
   return value;
 }
 
-interface Prepared {
+export interface Prepared {
   readonly kind: string;
   readonly record: JsonValue;
   readonly recordText: string;
@@ -190,6 +190,32 @@ export const headOp = (head: FactLogHead): KvOp => ({
 });
 const INDEXES_STALE: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"rebuilding"') };
 const INDEXES_OK: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"valid"') };
+
+/**
+ * Chain one prepared fact at `seq` after `prev`: the entry and every row it writes (the log row,
+ * its index and state rows). The one encoder of entries, for appends and salvage.
+ */
+export function chainEntry(
+  seq: number,
+  at: string,
+  p: Prepared,
+  prev: Digest | null,
+  hasher: Hasher,
+): { entry: FactEntry; ops: KvOp[] } {
+  const body = bodyText(seq, at, p, prev);
+  const digest = digestBytes(toBytes(body), hasher);
+  const entry: FactEntry = { seq, kind: p.kind, record: p.record, at, index: p.index, state: p.state, prev, digest };
+  return {
+    entry,
+    ops: [
+      { type: "put", space: "log", key: seqKey(seq), value: toBytes(storedText(body, digest)) },
+      ...indexOps(entry),
+    ],
+  };
+}
+
+/** Validate a fact for {@link chainEntry} (what `append` does to each input). */
+export const prepareFact = (input: FactInput): Prepared => prepare(input, 0);
 
 /** Read the head pointer, validating its shape. */
 export async function readHead(kv: Kv): Promise<FactLogHead | null> {
@@ -418,24 +444,10 @@ export async function createKvFactLog(
     for (const call of group) {
       const out: FactEntry[] = [];
       for (const p of call.prepared) {
-        const seq = (head?.seq ?? 0) + 1;
-        const prev = head?.digest ?? null;
-        const body = bodyText(seq, call.at, p, prev);
-        const digest = digestBytes(toBytes(body), hasher);
-        ops.push({ type: "put", space: "log", key: seqKey(seq), value: toBytes(storedText(body, digest)) });
-        const entry: FactEntry = {
-          seq,
-          kind: p.kind,
-          record: p.record,
-          at: call.at,
-          index: p.index,
-          state: p.state,
-          prev,
-          digest,
-        };
-        ops.push(...indexOps(entry));
+        const { entry, ops: entryOps } = chainEntry((head?.seq ?? 0) + 1, call.at, p, head?.digest ?? null, hasher);
+        ops.push(...entryOps);
         out.push(entry);
-        head = { seq, digest };
+        head = { seq: entry.seq, digest: entry.digest };
       }
       outs.push(out);
     }

@@ -12,6 +12,8 @@
  * @packageDocumentation
  */
 
+export type { BackupResult } from "./backup.js";
+export { backupStore } from "./backup.js";
 export type { JsonValue } from "./canonical.js";
 export { canonicalBytes, canonicalize, digest, parseCanonical } from "./canonical.js";
 export type { EvidenceErrorCode } from "./errors.js";
@@ -47,6 +49,15 @@ export type {
 export { blobDigest, changesetDigest, decodeTree, diffTrees, encodeTree, FILE_MODES, listTree } from "./objects.js";
 export { createMemoryStore, openStore } from "./open.js";
 export { assertEntryName, assertPath, isNormalizedPath, normalizePath } from "./paths.js";
+export type {
+  LostRange,
+  SalvageOptions,
+  SalvageResult,
+  StoreCheck,
+  StoreDamage,
+  StoreDamageKind,
+} from "./recovery.js";
+export { checkStore, SALVAGE_KIND, salvageStore } from "./recovery.js";
 export type { StatCache } from "./stat-cache.js";
 export { createStatCache } from "./stat-cache.js";
 export type {

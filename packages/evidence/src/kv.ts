@@ -133,6 +133,8 @@ export interface LevelKvOptions {
   readonly onWait?: ((progress: WaitProgress) => void) | undefined;
   /** The path errors and `location` name, when the database is a private copy of that store. */
   readonly label?: string;
+  /** Runs right before each open attempt (a check that must see the files before level does). */
+  readonly beforeAttempt?: () => Promise<void>;
 }
 
 function corruptOpen(location: string, error: unknown): EvidenceError {
@@ -164,6 +166,7 @@ export async function openLevelKv(dbDir: string, options: LevelKvOptions): Promi
   const db = await waitForLock(
     dbDir,
     async () => {
+      await options.beforeAttempt?.();
       const candidate: Db = new Level<string, Uint8Array>(dbDir, {
         keyEncoding: "utf8",
         valueEncoding: "view",
@@ -214,10 +217,15 @@ function levelKv(location: string, db: Db): Kv {
       return await p();
     } catch (error) {
       if (closed) throw closedError(location);
-      if (codeOf(error) === "LEVEL_CORRUPTION") {
-        throw new EvidenceError("ASP_EVIDENCE_STORE_CORRUPT", `the evidence store at ${location} reported corruption`, {
+      const code = codeOf(error);
+      // Reads hit a damaged or cut table file: level says CORRUPTION or IO_ERROR (e.g. a table
+      // shorter than its footer). Both are damage to the store, never a value to go on with.
+      if (code === "LEVEL_CORRUPTION" || code === "LEVEL_IO_ERROR") {
+        const detail = (error as { cause?: { message?: unknown }; message?: unknown }).cause?.message;
+        const why = `level could not read the database (${String(detail ?? (error as Error).message)})`;
+        throw new EvidenceError("ASP_EVIDENCE_STORE_CORRUPT", `the evidence store at ${location} is damaged: ${why}`, {
           cause: error,
-          data: { path: location, reason: "level reported corruption while reading" },
+          data: { path: location, reason: why, levelCode: code },
         });
       }
       throw error;

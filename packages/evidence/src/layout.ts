@@ -69,7 +69,7 @@ export async function writeMarker(dir: string, version = STORE_VERSION): Promise
 }
 
 /** Read and check the marker; returns its version. */
-async function checkMarker(dir: string): Promise<number> {
+export async function checkMarker(dir: string): Promise<number> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(join(dir, MARKER_FILE), "utf8"));
@@ -80,14 +80,16 @@ async function checkMarker(dir: string): Promise<number> {
     });
   }
   const m = parsed as { format?: unknown; version?: unknown } | null;
-  if (m === null || typeof m !== "object" || m.format !== STORE_FORMAT || typeof m.version !== "number") {
+  if (m !== null && typeof m === "object" && typeof m.format === "string" && m.format !== STORE_FORMAT) {
     throw new EvidenceError(
       "ASP_EVIDENCE_NOT_A_STORE",
-      `${dir} has a ${MARKER_FILE} that is not an evidence store marker`,
-      {
-        data: { path: dir },
-      },
+      `${dir} has a ${MARKER_FILE} of another format (${m.format.slice(0, 100)})`,
+      { data: { path: dir } },
     );
+  }
+  if (m === null || typeof m !== "object" || m.format !== STORE_FORMAT || typeof m.version !== "number") {
+    // Valid JSON but not the marker's shape: flipped or cut bytes, not somebody else's file.
+    throw corrupt(dir, `the store marker ${MARKER_FILE} is damaged`);
   }
   if (m.version > STORE_VERSION) {
     throw new EvidenceError(

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** The file kinds of a level-backed evidence store, as the fault suite names them. */
@@ -13,7 +14,7 @@ const KIND_OF: ReadonlyArray<readonly [FileKind, RegExp]> = [
   ["anchor", /^ASP-EVIDENCE-HEAD$/],
 ];
 
-/** The files of one kind in a store directory, non-empty ones first, largest first. */
+/** The files of one kind in a store directory, largest first. */
 export function filesOf(dir: string, kind: FileKind): string[] {
   const re = KIND_OF.find(([k]) => k === kind)?.[1] as RegExp;
   return readdirSync(dir)
@@ -37,8 +38,35 @@ export function flipBytes(file: string, at: number, count = 4): void {
   writeFileSync(file, bytes);
 }
 
+/** Invert 4 bytes in the middle of the first occurrence of `text` in `file`; throws when absent. */
+export function flipInside(file: string, text: string): void {
+  const at = readFileSync(file).indexOf(Buffer.from(text));
+  if (at < 0) throw new Error(`${text} is not in ${file}`);
+  flipBytes(file, at + Math.floor(text.length / 2));
+}
+
 /** Cut `file` to `length` bytes (negative: that many bytes off the end). */
 export function truncateFile(file: string, length: number): void {
   const bytes = readFileSync(file);
   writeFileSync(file, bytes.subarray(0, length < 0 ? Math.max(0, bytes.length + length) : length));
+}
+
+/** Delete `file`. */
+export function deleteFile(file: string): void {
+  rmSync(file);
+}
+
+/**
+ * name -> sha256 of every file in `dir` but level's diagnostics (`LOG`, `LOG.old`, the empty
+ * `LOCK`, which any open attempt rewrites): equal before and after means no data was touched.
+ */
+export function fingerprint(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir).sort()) {
+    if (name === "LOG" || name === "LOG.old" || name === "LOCK") continue;
+    out[name] = createHash("sha256")
+      .update(readFileSync(join(dir, name)))
+      .digest("hex");
+  }
+  return out;
 }
