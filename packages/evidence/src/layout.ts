@@ -136,7 +136,8 @@ export type Layout =
  * Classify `location` before level sees it: new, ours, foreign, damaged. Reads only.
  *
  * Another process may be writing the store meanwhile (it holds level's lock, this one does not
- * yet): a CURRENT that changes while it is checked is re-read, never reported as damage.
+ * yet): a CURRENT that does not match the listing is looked at again a few times, and reported
+ * as damage only when it stays so.
  *
  * @throws EvidenceError `ASP_EVIDENCE_NOT_A_STORE`, `ASP_EVIDENCE_STORE_CORRUPT`,
  *   `ASP_EVIDENCE_UNSUPPORTED_FORMAT`, `ASP_EVIDENCE_IO`.
@@ -177,12 +178,18 @@ export async function inspectDir(location: string): Promise<Layout> {
       checkCurrent(location, entries, current);
       return { kind: "store", location, markerVersion };
     } catch (error) {
-      // A writer switching manifests between the listing and the read: look again.
-      if (attempt < 5 && (await readText(join(location, "CURRENT"))) !== current) continue;
+      // A writer holding the store switches manifests (level writes a new one at every open)
+      // between the listing and the read: look again, a little later. Damage stays.
+      if (attempt < INSPECT_ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, 10 + attempt * 10));
+        continue;
+      }
       throw error;
     }
   }
 }
+
+const INSPECT_ATTEMPTS = 8;
 
 async function readText(file: string): Promise<string | undefined> {
   try {

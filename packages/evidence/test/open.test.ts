@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Level } from "level";
 import { afterEach, describe, expect, it } from "vitest";
 import { createMemoryStore, type OpenStoreOptions, openStore, type Store, TOKENS } from "../src/index.js";
-import { ensureBuilt, tempDir } from "./helpers/tmp.js";
+import { ensureBuilt, tempDir, withRawLevel } from "./helpers/tmp.js";
 
 const HOLD = new URL("./fixtures/hold-store.mjs", import.meta.url).pathname;
 const open: Store[] = [];
@@ -175,6 +175,65 @@ describe("openStore", () => {
       const store = await openStore(dir);
       open.push(store);
       expect(await store.log.verify()).toMatchObject({ ok: true, entries: 1 });
+    });
+  });
+});
+
+describe("openStore of a store written before anchors (marker version 1)", () => {
+  /** A current store made to look like one from before the anchor: no anchor file, marker v1. */
+  async function legacy(): Promise<string> {
+    const dir = await madeStore();
+    rmSync(join(dir, "ASP-EVIDENCE-HEAD"));
+    writeFileSync(join(dir, "ASP-EVIDENCE-STORE.json"), JSON.stringify({ format: "@asp/evidence-store", version: 1 }));
+    return dir;
+  }
+
+  describe("when its chain verifies", () => {
+    it("anchors it at its head on the next writable open, and from then on requires the anchor", async () => {
+      const dir = await legacy();
+      const store = await openStore(dir);
+      const head = await store.log.head();
+      await store.close();
+      expect(JSON.parse(readFileSync(join(dir, "ASP-EVIDENCE-STORE.json"), "utf8"))).toMatchObject({ version: 2 });
+      const again = await openStore(dir);
+      open.push(again);
+      expect(await again.log.verify()).toMatchObject({ ok: true, entries: 1, anchored: head });
+      await again.close();
+      open.pop();
+      rmSync(join(dir, "ASP-EVIDENCE-HEAD"));
+      await expectRefused(dir, "ASP_EVIDENCE_STORE_CORRUPT");
+    });
+
+    it("opens read-only without anchoring it", async () => {
+      const dir = await legacy();
+      const store = await openStore(dir, { readOnly: true });
+      open.push(store);
+      expect(await store.log.verify()).toMatchObject({ ok: true, entries: 1 });
+      expect(readdirSync(dir)).not.toContain("ASP-EVIDENCE-HEAD");
+    });
+  });
+
+  describe("when its chain does not verify", () => {
+    it("refuses with STORE_CORRUPT and does not anchor a broken chain", async () => {
+      const dir = await legacy();
+      await withRawLevel(dir, async (db) => {
+        const log = db.sublevel<string, Uint8Array>("log", { keyEncoding: "utf8", valueEncoding: "view" });
+        const key = "0000000000000001";
+        const text = Buffer.from((await log.get(key)) as Uint8Array).toString("utf8");
+        await log.put(key, new TextEncoder().encode(text.replace('"keep":"me"', '"keep":"it"')));
+      });
+      await expectRefused(dir, "ASP_EVIDENCE_STORE_CORRUPT");
+      expect(readdirSync(dir)).not.toContain("ASP-EVIDENCE-HEAD");
+    });
+  });
+});
+
+describe("openStore read-only", () => {
+  describe("when there is no store yet", () => {
+    it("refuses with NOT_A_STORE and creates nothing", async () => {
+      const dir = join(tempDir(), "none");
+      await expectRefused(dir, "ASP_EVIDENCE_NOT_A_STORE", { readOnly: true });
+      expect(readdirSync(join(dir, ".."))).toEqual([]);
     });
   });
 });
