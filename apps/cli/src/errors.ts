@@ -1,7 +1,16 @@
 import { AspError } from "@asp/contracts";
 
-/** Error codes the CLI itself raises. */
-export type CliErrorCode = "ASP_CLI_USAGE" | "ASP_CLI_BAD_INPUT" | "ASP_CLI_INTERNAL";
+/**
+ * Error codes the CLI itself raises.
+ *
+ * - `ASP_CLI_USAGE`: bad usage (a missing or malformed option).
+ * - `ASP_CLI_BAD_INPUT`: a file or folder named on the command line is unreadable or invalid.
+ * - `ASP_CLI_NO_HOST_CONFIG`: no trusted host configuration at `--config`, `ASP_HOST_CONFIG`,
+ *   `$XDG_CONFIG_HOME/asp/host.json` (or `~/.config/asp/host.json`), `/etc/asp/host.json`;
+ *   `data.searched` lists every place looked at.
+ * - `ASP_CLI_INTERNAL`: a bug in `asp`.
+ */
+export type CliErrorCode = "ASP_CLI_USAGE" | "ASP_CLI_BAD_INPUT" | "ASP_CLI_NO_HOST_CONFIG" | "ASP_CLI_INTERNAL";
 
 /** Bad usage or unreadable input given on the command line (exit 64). */
 export class UsageError extends AspError<CliErrorCode> {}

@@ -2,7 +2,8 @@ import { isAspError } from "@asp/contracts";
 import { Command, CommanderError } from "commander";
 import { COMMANDS } from "./commands/index.js";
 import { type CliContext, type CliIO, cliVersion } from "./context.js";
-import { EXIT } from "./exit-codes.js";
+import { EXIT, EXIT_HELP } from "./exit-codes.js";
+import { inert } from "./terminal.js";
 
 /** Build the `asp` program. Exposed so tests and embedding hosts can run it in-process. */
 export function createProgram(io: CliIO): { program: Command; exitCode: () => number } {
@@ -25,6 +26,10 @@ export function createProgram(io: CliIO): { program: Command; exitCode: () => nu
     .helpCommand(true)
     .showHelpAfterError("(run `asp --help` for usage)")
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .addHelpText(
+      "after",
+      `\n${EXIT_HELP}\n\nTrusted host configuration: --config, else $ASP_HOST_CONFIG, else $XDG_CONFIG_HOME/asp/host.json\n(~/.config/asp/host.json), else /etc/asp/host.json; never the current directory.`,
+    )
     .exitOverride();
   for (const register of COMMANDS) register(program, ctx);
   for (const command of program.commands) command.exitOverride();
@@ -33,7 +38,8 @@ export function createProgram(io: CliIO): { program: Command; exitCode: () => nu
 
 /**
  * Run `asp` with `argv` (without the node and script entries) and return the exit code:
- * 0 allow/ok, 1 deny, 2 indeterminate, 64 bad usage or input, 70 internal error.
+ * 0 allow/ok, 1 deny, 2 indeterminate, 3 verification failed, 64 bad usage or input, 70 internal
+ * error (see {@link EXIT}).
  */
 export async function runCli(argv: ReadonlyArray<string>, io: CliIO): Promise<number> {
   const { program, exitCode } = createProgram(io);
@@ -50,12 +56,13 @@ export async function runCli(argv: ReadonlyArray<string>, io: CliIO): Promise<nu
     }
     if (isAspError(error)) {
       if (wantsJson) io.stdout(`${JSON.stringify({ error: error.toJSON() })}\n`);
-      else io.stderr(`asp: ${error.code}: ${error.message}\n`);
+      // The message may quote untrusted text (a plugin's file names, a candidate policy's keys).
+      else io.stderr(`asp: ${error.code}: ${inert(error.message)}\n`);
       return error.category === "input" ? EXIT.usage : EXIT.internal;
     }
     const message = error instanceof Error ? error.message : String(error);
     if (wantsJson) io.stdout(`${JSON.stringify({ error: { code: "ASP_CLI_INTERNAL", message } })}\n`);
-    else io.stderr(`asp: internal error: ${message}\n`);
+    else io.stderr(`asp: internal error: ${inert(message)}\n`);
     return EXIT.internal;
   }
 }

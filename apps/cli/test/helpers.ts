@@ -1,5 +1,8 @@
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { ProviderManifest } from "@asp/contracts";
+import { digestPlugin } from "@asp/plugin-host";
 import { type CliIO, runCli } from "../src/index.js";
 
 /** Run `asp` in-process and capture what it prints. */
@@ -31,4 +34,25 @@ export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export function runBinary(argv: string[], cwd = REPO_ROOT): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...argv], { cwd, encoding: "utf8", env: { PATH: process.env.PATH } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The host's fault fixtures: real subprocess providers (see packages/ths/test/fixtures/README.md). */
+export const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
+
+/** A trusted manifest launching `fixtures/<file>.mjs` with node from the fixtures folder, declaring `source`. */
+export function fixtureManifest(file: string, source: string, args: readonly string[] = []): ProviderManifest {
+  const path = join(FIXTURES, `${file}.mjs`);
+  return {
+    id: file,
+    version: "1.0.0",
+    // Pinned to the measured digest of its root, the fixtures folder (host §1: measured integrity).
+    digest: digestPlugin(FIXTURES).digest,
+    executable: process.execPath,
+    args: [path, "--id", file, "--source", source, ...args],
+    cwd: FIXTURES,
+    root: FIXTURES,
+    capabilities: ["check"],
+    diagnosticSources: [source],
+    protocolVersion: "1.0",
+  };
 }

@@ -3,27 +3,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ProviderManifest, validate } from "@asp/contracts";
-import { blobDigest } from "@asp/evidence";
+import { openStore } from "@asp/evidence";
+import { FACT_KINDS } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
-
-const FIXTURES = join(REPO_ROOT, "packages/ths/test/fixtures");
-
-function manifest(file: string, source: string): ProviderManifest {
-  const path = join(FIXTURES, `${file}.mjs`);
-  return {
-    id: file,
-    version: "1.0.0",
-    digest: blobDigest(readFileSync(path)),
-    executable: process.execPath,
-    args: [path, "--id", file, "--source", source],
-    cwd: FIXTURES,
-    capabilities: ["check"],
-    diagnosticSources: [source],
-    protocolVersion: "1.0",
-  };
-}
+import { fixtureManifest as manifest, REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
 
 /** A temp folder with a host config (own store) over these providers, all granted at every call-site. */
 function hostConfig(providers: ProviderManifest[]): { dir: string; config: string } {
@@ -119,6 +103,38 @@ describe("asp gate / check / sweep", () => {
       expect(missing.code).toBe(EXIT.usage);
     });
 
+    it("a receipt that does not match its envelope fails `receipts verify` with exit 3, never the deny code", async () => {
+      const { dir, config } = hostConfig([honest]);
+      const gate = await runInProcess(["gate", "--json", "--config", config, "--repo", repoWith({ "a.ts": "ok\n" })], {
+        cwd: dir,
+      });
+      const envelope = JSON.parse(gate.stdout);
+      const store = await openStore(join(dir, "store"));
+      try {
+        const [, entry] = await store.log.list({ index: { name: "decisionId", value: envelope.decisionId } });
+        await store.log.append([
+          {
+            kind: FACT_KINDS.receipt,
+            record: {
+              ...(entry?.record as object),
+              receiptId: "rcpt-\u001b[2Kforged",
+              envelopeDigest: `sha256:${"0".repeat(64)}`,
+            },
+          },
+        ]);
+      } finally {
+        await store.close();
+      }
+      const human = await runInProcess(["receipts", "verify", "--config", config], { cwd: dir });
+      expect(human.code).toBe(EXIT.verificationFailed);
+      expect(EXIT.verificationFailed).not.toBe(EXIT.deny);
+      expect(human.stdout).toMatch(/^FAILED:/);
+      expect(human.stdout).toContain("rcpt-\\x1b[2Kforged");
+      const json = await runInProcess(["receipts", "verify", "--json", "--config", config], { cwd: dir });
+      expect(json.code).toBe(3);
+      expect(JSON.parse(json.stdout)).toMatchObject({ ok: false });
+    });
+
     it("a failing required provider makes the gate indeterminate (exit 2) with the provider named", async () => {
       const { dir, config } = hostConfig([honest, crashing]);
       const r = await runInProcess(["gate", "--json", "--config", config, "--repo", repoWith({ "a.ts": "ok\n" })], {
@@ -162,12 +178,16 @@ describe("asp gate / check / sweep", () => {
   describe("bad input", () => {
     it("exits 64 for a missing or invalid host configuration", async () => {
       const dir = mkdtempSync(join(tmpdir(), "asp-cli-bad-"));
-      expect((await runInProcess(["gate"], { cwd: dir })).code).toBe(EXIT.usage);
+      const none = await runInProcess(["gate", "--json"], { cwd: dir });
+      expect(none.code).toBe(EXIT.usage);
+      expect(JSON.parse(none.stdout).error.code).toBe("ASP_CLI_NO_HOST_CONFIG");
       writeFileSync(
         join(dir, "asp.host.json"),
         JSON.stringify({ store: "s", policy: "p.json", providers: [{ id: "x" }] }),
       );
-      const r = await runInProcess(["gate", "--json"], { cwd: dir });
+      const r = await runInProcess(["gate", "--json", "--config", "asp.host.json", "--repo", repoWith({})], {
+        cwd: dir,
+      });
       expect(r.code).toBe(EXIT.usage);
       expect(JSON.parse(r.stdout).error.code).toBe("ASP_THS_BAD_MANIFEST");
     });

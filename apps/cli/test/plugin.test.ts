@@ -1,6 +1,8 @@
 import { cpSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type Policy, validate } from "@asp/contracts";
+import { loadPolicy } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
 import { REPO_ROOT, runInProcess } from "./helpers.js";
@@ -91,6 +93,31 @@ describe("asp plugin", () => {
       const r = await json(["plugin", "verify", plugin, "--trust", "b.pub"], dir);
       expect(r.code).toBe(EXIT.deny);
       expect(r.body.code).toBe("ASP_PLUGIN_UNTRUSTED_KEY");
+    });
+  });
+
+  describe("when --policy is one the host would refuse", () => {
+    it("host §2: a policy the schema accepts but the host's loadPolicy refuses (a plugin granted twice) is refused with the host's code", async () => {
+      const { dir, plugin } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      await runInProcess(["plugin", "sign", plugin, "--key", "team"], { cwd: dir });
+      const digest = await json(["plugin", "digest", plugin], dir);
+      const grant = digest.body.grant as { id: string; digest: string; capabilities: string[] };
+      const policy = {
+        apiVersion: "asp.policy/v1",
+        requirements: [],
+        providers: [],
+        grants: [],
+        // Two grants for one plugin id: which digest is pinned? The host refuses to guess.
+        plugins: [grant, { ...grant, digest: `sha256:${"0".repeat(64)}` }],
+      };
+      expect(validate("policy", policy).ok).toBe(true);
+      expect(() => loadPolicy(policy as unknown as Policy)).toThrowWithCode("ASP_POLICY_DUPLICATE_ID");
+      writeFileSync(join(dir, "asp.policy.json"), JSON.stringify(policy));
+
+      const r = await json(["plugin", "verify", plugin, "--trust", "team.pub", "--policy", "asp.policy.json"], dir);
+      expect(r.code).toBe(EXIT.usage);
+      expect((r.body.error as { code: string }).code).toBe("ASP_POLICY_DUPLICATE_ID");
     });
   });
 

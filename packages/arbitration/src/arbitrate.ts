@@ -256,6 +256,11 @@ function incompleteness(a: Assessment, source: string): { failClass: FailClass; 
   if (a.status === "unsupported")
     return { failClass: "unsupported", detail: "the provider does not support this check" };
   if (a.status === "incomplete") return { failClass: "incomplete", detail: "the assessment is incomplete" };
+  // host §2: "complete" while listing what it did not cover is not complete.
+  const missed = a.coverage?.missing?.length ?? 0;
+  if (missed > 0) {
+    return { failClass: "incomplete", detail: `the assessment says complete but misses ${missed} item(s)` };
+  }
   if (a.coverage !== undefined && !a.coverage.sources.includes(source)) {
     return { failClass: "incomplete", detail: `the assessment does not cover source ${source}` };
   }

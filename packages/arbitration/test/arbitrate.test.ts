@@ -213,6 +213,12 @@ describe("arbitrate", () => {
       ["error", { status: "error", error: { code: "E1", message: "boom" } }, "errored"],
       ["incomplete", { status: "incomplete" }, "incomplete"],
       ["complete but not covering the source", { coverage: { sources: ["tsx"] } }, "incomplete"],
+      // host §2: a complete answer misses nothing; one that lists what it missed is incomplete.
+      [
+        "complete with a non-empty coverage.missing",
+        { coverage: { sources: ["ts"], missing: ["src/a.ts"] } },
+        "incomplete",
+      ],
     ])("keeps status %s distinct as %s", (_why, extra, reason) => {
       const r = gate([assessed(TSC, ["ts"], [], extra), assessed(SECRETS, ["secrets"])]);
       expect(r.coverage.degraded).toEqual([

@@ -93,6 +93,16 @@ export type FailPolicyOutcome = (typeof FAIL_POLICY_OUTCOMES)[number];
 export const ASSESSMENT_STATUSES = ["complete", "incomplete", "unsupported", "error"] as const;
 export type AssessmentStatus = (typeof ASSESSMENT_STATUSES)[number];
 
+/**
+ * How one provider run ended, as host health and metrics count it (host §2, §8): `complete`
+ * (a valid, fresh, complete answer that misses nothing, the only successful run), `partial`
+ * (status `complete` with a non-empty `coverage.missing`), `incomplete`, `unsupported` (a
+ * capability gap) and `error` (it tried and failed) as the provider reported them, and `failed`
+ * when there was no valid fresh answer at all (crash, timeout, malformed, stale, quarantined ...).
+ */
+export const PROVIDER_RUN_OUTCOMES = ["complete", "partial", "incomplete", "unsupported", "error", "failed"] as const;
+export type ProviderRunOutcome = (typeof PROVIDER_RUN_OUTCOMES)[number];
+
 /** Self-reported diagnostic severity (the host may cap it: effective severity). */
 export const SEVERITIES = ["error", "warning", "info", "hint"] as const;
 export type Severity = (typeof SEVERITIES)[number];

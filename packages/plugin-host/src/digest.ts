@@ -1,7 +1,11 @@
-import { type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, resolve, sep } from "node:path";
 import { blobDigest, type Digest, encodeTree, type TreeEntry } from "@asp/evidence";
 import { errnoOf, PluginError } from "./errors.js";
+import { readRegularFile } from "./read.js";
+
+/** No file of a plugin is anywhere near this; a larger one is refused before it is read. */
+const MAX_PLUGIN_FILE_BYTES = 256 * 1024 * 1024;
 
 /** The manifest every plugin folder has at its root. */
 export const MANIFEST_FILE = "asp-plugin.json";
@@ -92,7 +96,8 @@ export function digestPlugin(dir: string): PluginDigest {
         let mode: number;
         try {
           mode = lstatSync(childAbs).mode;
-          bytes = readFileSync(childAbs);
+          // It was a regular file when listed; a pipe, device or link swapped in since is refused.
+          bytes = readRegularFile(childAbs, { maxBytes: MAX_PLUGIN_FILE_BYTES, noFollow: true });
         } catch (error) {
           throw io(childAbs, "cannot read", error);
         }

@@ -28,7 +28,7 @@ export {
   writeKeyPair,
 } from "./keys.js";
 export type { LoadPluginsOptions, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
-export { factsOf, loadPlugins, verifyPlugin } from "./loader.js";
+export { factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
 export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";

@@ -1,13 +1,15 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { PluginCapability, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
 import { CAPABILITY_FAMILIES, isAspError, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 import { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
-import { PluginError } from "./errors.js";
+import { errnoOf, PluginError, type PluginErrorCode } from "./errors.js";
 import { peekPluginId, readPluginManifest } from "./manifest.js";
 import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
@@ -175,26 +177,105 @@ export interface LoadPluginsOptions {
   readonly factLog?: FactLog;
 }
 
+/**
+ * The key a refused plugin folder is reported under: `plugin:<dir>`, or, when that is longer
+ * than a provider id may be (256), `plugin:…<the path's tail>#<12 hex digits of its sha256>`, so
+ * two folders never share a key. It is never the id the folder's manifest claims.
+ *
+ * @example
+ * ```ts
+ * refusedPluginKey("/opt/asp/plugins/secrets-copy"); // "plugin:/opt/asp/plugins/secrets-copy"
+ * ```
+ */
+export function refusedPluginKey(dir: string): string {
+  const key = `plugin:${dir}`;
+  const chars = [...key];
+  if (chars.length <= 256) return key;
+  const hash = bytesToHex(sha256(new TextEncoder().encode(dir))).slice(0, 12);
+  return `plugin:…${chars.slice(-(256 - 8 - 13)).join("")}#${hash}`;
+}
+
+const refusal = (dir: string, id: string | null, code: PluginErrorCode, message: string): RefusedPlugin => ({
+  dir,
+  key: refusedPluginKey(dir),
+  id,
+  code,
+  message,
+});
+
+/** A thrown value's message, whatever was thrown (a plugin's own code may throw anything). */
+function messageOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "an unprintable error";
+  }
+}
+
+/** The real path of `path`, or null when it does not resolve (missing, a link to nowhere, a loop). */
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const isPluginFolder = (dir: string): boolean =>
+  existsSync(join(dir, MANIFEST_FILE)) || existsSync(join(dir, SIGNATURE_FILE));
+
+/**
+ * The plugin folders named by `dirs` (a plugin folder, or a folder whose direct subfolders are
+ * plugins), as real paths, each once. Total: a folder that is missing, unreadable or a link to
+ * nowhere becomes a refusal, never an exception, whatever the folders hold at this instant.
+ */
 function discover(dirs: readonly string[], refused: RefusedPlugin[]): string[] {
   const found: string[] = [];
+  const seen = new Set<string>();
+  const refuse = (dir: string, code: PluginErrorCode, message: string): void => {
+    if (seen.has(dir)) return;
+    seen.add(dir);
+    refused.push(refusal(dir, null, code, message));
+  };
+  const add = (dir: string): void => {
+    if (seen.has(dir)) return;
+    seen.add(dir);
+    found.push(dir);
+  };
   for (const dir of dirs) {
-    const abs = resolve(dir);
-    if (!existsSync(abs) || !statSync(abs).isDirectory()) {
-      refused.push({ dir: abs, id: null, code: "ASP_PLUGIN_NOT_FOUND", message: `no plugin folder at ${dir}` });
+    const abs = realOrNull(resolve(dir));
+    if (abs === null || !isDirectory(abs)) {
+      refuse(abs ?? resolve(dir), "ASP_PLUGIN_NOT_FOUND", `no plugin folder at ${dir}`);
       continue;
     }
-    if (existsSync(join(abs, MANIFEST_FILE)) || existsSync(join(abs, SIGNATURE_FILE))) {
-      found.push(abs);
+    if (isPluginFolder(abs)) {
+      add(abs);
       continue;
     }
-    for (const name of readdirSync(abs).sort()) {
+    let names: string[];
+    try {
+      names = readdirSync(abs).sort();
+    } catch (error) {
+      refuse(abs, "ASP_PLUGIN_IO", `the plugins folder ${abs} cannot be read (${errnoOf(error)})`);
+      continue;
+    }
+    for (const name of names) {
       const sub = join(abs, name);
-      if (
-        statSync(sub).isDirectory() &&
-        (existsSync(join(sub, MANIFEST_FILE)) || existsSync(join(sub, SIGNATURE_FILE)))
-      ) {
-        found.push(sub);
+      const real = realOrNull(sub);
+      if (real === null) {
+        // A link to nowhere (or an entry that vanished) may have been meant as a plugin: say so.
+        refuse(sub, "ASP_PLUGIN_NOT_FOUND", `${sub} does not resolve to a folder`);
+        continue;
       }
+      if (isDirectory(real) && isPluginFolder(real)) add(real);
     }
   }
   return found;
@@ -287,14 +368,17 @@ async function loadInProcess(
  * `ProviderManifest`: this node binary, the absolute entry, the plugin's own folder as cwd,
  * the verified digest); verifiers and sandboxes are imported in-process, their branded
  * declaration checked and their `register` phase run. Every failure is a {@link RefusedPlugin}
- * with its precise code, never an exception: a refused required provider is degraded coverage
- * for the host, never a pass.
+ * with its precise code, never an exception, whatever the folders hold (missing, unreadable,
+ * links to nowhere, anything a plugin's own code throws): a refused required provider is
+ * degraded coverage for the host, never a pass. Folders are taken by real path, each once;
+ * when two verified folders claim one id, both are refused `ASP_PLUGIN_DUPLICATE` and neither
+ * loads, whatever their order. A refusal is keyed by its folder (`key`), never by the id it claims.
  *
  * @throws EvidenceError only when `factLog` is given and appending fails.
  * @example
  * ```ts
  * const result = await loadPlugins({ dirs: ["./plugins"], trustRoots: readTrustRoots(["./keys/team.pub"]), policy });
- * for (const r of result.refused) console.error(`${r.id ?? r.dir}: ${r.code}`);
+ * for (const r of result.refused) console.error(`${r.key}: ${r.code}`);
  * ```
  */
 export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLoadResult> {
@@ -302,17 +386,54 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
   const providers: LoadedProvider[] = [];
   const verifiers: LoadedVerifier[] = [];
   const sandboxes: LoadedSandbox[] = [];
-  const seen = new Set<string>();
+  const refuse = (dir: string, id: string | null, error: unknown): void => {
+    const code =
+      error instanceof PluginError || (isAspError(error) && error.code.startsWith("ASP_PLUGIN_"))
+        ? (error as PluginError).code
+        : "ASP_PLUGIN_LOAD_FAILED";
+    refused.push(refusal(dir, id, code, messageOf(error)));
+  };
+
+  // 1. Verify every folder; nothing from any plugin runs in this phase.
+  const verified: VerifiedPlugin[] = [];
   for (const dir of discover(options.dirs, refused)) {
     try {
-      const v = verifyPlugin(dir, {
-        trustRoots: options.trustRoots,
-        policy: options.policy,
-        ...(options.now ? { now: options.now } : {}),
-      });
+      verified.push(
+        verifyPlugin(dir, {
+          trustRoots: options.trustRoots,
+          policy: options.policy,
+          ...(options.now ? { now: options.now } : {}),
+        }),
+      );
+    } catch (error) {
+      refuse(dir, peekPluginId(dir), error);
+    }
+  }
+
+  // 2. Two verified folders claiming one id: neither loads. Letting the first win would make
+  // what runs depend on the order of folders; the id's requirement degrades instead (fail closed).
+  const claimants = new Map<string, string[]>();
+  for (const v of verified) claimants.set(v.manifest.id, [...(claimants.get(v.manifest.id) ?? []), v.dir]);
+
+  // 3. Load the rest.
+  for (const v of verified) {
+    const id = v.manifest.id;
+    const dirs = claimants.get(id) ?? [];
+    if (dirs.length > 1) {
+      const others = dirs.filter((d) => d !== v.dir);
+      refuse(
+        v.dir,
+        id,
+        new PluginError(
+          "ASP_PLUGIN_DUPLICATE",
+          `${dirs.length} verified folders claim plugin ${id} (also ${others.join(", ")}); none is loaded`,
+          { data: { id, dirs } },
+        ),
+      );
+      continue;
+    }
+    try {
       const evidence: PluginEvidence = { ...v.evidence, authorityGrant: "verified" };
-      const id = v.manifest.id;
-      if (seen.has(id)) throw new PluginError("ASP_PLUGIN_DUPLICATE", `another folder already loaded plugin ${id}`);
       if (v.manifest.kind === "provider") {
         const capabilities = v.manifest.capabilities.filter((c): c is ProviderManifest["capabilities"][number] =>
           (CAPABILITY_FAMILIES as readonly string[]).includes(c),
@@ -345,13 +466,8 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
         if (v.manifest.kind === "verifier") verifiers.push(Object.freeze({ $$type: "@asp/LoadedVerifier", ...common }));
         else sandboxes.push(Object.freeze({ $$type: "@asp/LoadedSandbox", ...common }));
       }
-      seen.add(id);
     } catch (error) {
-      const code =
-        error instanceof PluginError || (isAspError(error) && error.code.startsWith("ASP_PLUGIN_"))
-          ? (error as PluginError).code
-          : "ASP_PLUGIN_LOAD_FAILED";
-      refused.push({ dir, id: peekPluginId(dir), code, message: (error as Error).message });
+      refuse(v.dir, id, error);
     }
   }
   const result: PluginLoadResult = { providers, verifiers, sandboxes, refused };
@@ -386,7 +502,8 @@ export function factsOf(result: PluginLoadResult): FactInput[] {
     ...result.refused.map((r) => ({
       kind: "plugin.refused",
       record: { dir: r.dir, id: r.id, code: r.code, message: r.message },
-      index: [{ name: "plugin", value: r.id ?? r.dir }],
+      // Indexed by its folder: a refused plugin is never found under the id it claims.
+      index: [{ name: "plugin", value: r.key }],
     })),
   ];
 }

@@ -1,8 +1,12 @@
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { type PluginManifest, validate } from "@asp/contracts";
 import { isInside, MANIFEST_FILE } from "./digest.js";
 import { errnoOf, PluginError } from "./errors.js";
+import { readRegularFile } from "./read.js";
+
+/** A manifest is a few kilobytes; anything near this is not one. */
+const MAX_MANIFEST_BYTES = 1024 * 1024;
 
 /**
  * Read the raw manifest, only to name the plugin in a refusal: nothing in it is trusted until
@@ -10,7 +14,11 @@ import { errnoOf, PluginError } from "./errors.js";
  */
 export function peekPluginId(dir: string): string | null {
   try {
-    const v = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), "utf8")) as { id?: unknown };
+    const v = JSON.parse(
+      readRegularFile(join(dir, MANIFEST_FILE), { maxBytes: MAX_MANIFEST_BYTES }).toString("utf8"),
+    ) as {
+      id?: unknown;
+    };
     return typeof v.id === "string" && v.id.length > 0 && v.id.length <= 214 ? v.id : null;
   } catch {
     return null;
@@ -35,7 +43,7 @@ export function readPluginManifest(root: string): ReadManifest {
   const file = join(root, MANIFEST_FILE);
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readRegularFile(file, { maxBytes: MAX_MANIFEST_BYTES }).toString("utf8");
   } catch (error) {
     throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no ${MANIFEST_FILE} in ${root} (${errnoOf(error)})`, {
       cause: error,

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalBytes, type Digest } from "@asp/evidence";
 import { ed25519 } from "@noble/curves/ed25519.js";
@@ -6,6 +6,10 @@ import { digestPlugin, SIGNATURE_FILE } from "./digest.js";
 import { errnoOf, PluginError } from "./errors.js";
 import { type KeyPair, readSecretKey } from "./keys.js";
 import { readPluginManifest } from "./manifest.js";
+import { readRegularFile } from "./read.js";
+
+/** A signature file is a few hundred bytes; anything near this is not one. */
+const MAX_SIGNATURE_BYTES = 64 * 1024;
 
 /** What a plugin signature signs. */
 export interface SignedPayload {
@@ -79,7 +83,7 @@ export function readSignatureFile(root: string): SignatureFile {
   const path = join(root, SIGNATURE_FILE);
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, { maxBytes: MAX_SIGNATURE_BYTES }).toString("utf8");
   } catch (error) {
     if (errnoOf(error) === "ENOENT") {
       throw new PluginError(

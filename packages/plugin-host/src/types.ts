@@ -73,8 +73,15 @@ export interface LoadedSandbox extends LoadedInProcess {
 
 /** A plugin that was refused, and exactly why. Nothing from it ran. */
 export interface RefusedPlugin {
+  /** The folder: its real path (symbolic links resolved), or the path as named when it has none. */
   readonly dir: string;
-  /** The id its (unverified) manifest claims, when readable. */
+  /**
+   * What a host reports the refusal under: `plugin:<dir>` (bounded to 256 characters, unique per
+   * folder, see `refusedPluginKey`). Never the id the plugin claims, so a refused folder can
+   * neither shadow nor impersonate a verified plugin.
+   */
+  readonly key: string;
+  /** The id its manifest claims, when readable: evidence for a reader, never a key. */
   readonly id: string | null;
   readonly code: PluginErrorCode;
   readonly message: string;

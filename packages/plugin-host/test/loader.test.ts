@@ -1,6 +1,6 @@
 import "reflect-metadata";
-import { spawnSync } from "node:child_process";
-import { appendFileSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { appendFileSync, cpSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createMemoryStore, snapshotWorktree } from "@asp/evidence";
 import { ed25519 } from "@noble/curves/ed25519.js";
@@ -12,6 +12,7 @@ import {
   type PluginErrorCode,
   readSecretKey,
   readTrustRoots,
+  refusedPluginKey,
   registerPlugins,
   SIGNATURE_TYPE,
   signedMessage,
@@ -342,19 +343,138 @@ describe("loadPlugins", () => {
       await refusedWith(dir, "ASP_PLUGIN_INCOMPATIBLE", { roots });
     });
 
-    it("refuses a missing folder and a duplicate id", async () => {
+    it("refuses a missing folder, and both verified folders claiming one id, in either order", async () => {
       const { key, roots } = makeKey();
       const a = makePlugin("provider", { id: "provider-dup" });
       const b = makePlugin("provider", { id: "provider-dup" });
       signPlugin(a, key);
       signPlugin(b, key);
+      for (const dirs of [
+        [a, b, "/nonexistent/plugins"],
+        ["/nonexistent/plugins", b, a],
+      ]) {
+        const result = await loadPlugins({ dirs, trustRoots: roots, policy: grantPolicy([{ dir: a }]) });
+        expect(result.providers).toEqual([]);
+        const byKey = Object.fromEntries(result.refused.map((r) => [r.key, r.code]));
+        expect(byKey).toEqual({
+          "plugin:/nonexistent/plugins": "ASP_PLUGIN_NOT_FOUND",
+          [`plugin:${realpathSync(a)}`]: "ASP_PLUGIN_DUPLICATE",
+          [`plugin:${realpathSync(b)}`]: "ASP_PLUGIN_DUPLICATE",
+        });
+      }
+    });
+
+    it("never imports an in-process plugin whose id another verified folder also claims", async () => {
+      const { key, roots } = makeKey();
+      const a = makePlugin("verifier", { id: "verifier-dup" });
+      const b = makePlugin("verifier", { id: "verifier-dup" });
+      signPlugin(a, key);
+      signPlugin(b, key);
+      const result = await loadPlugins({ dirs: [a, b], trustRoots: roots, policy: grantPolicy([{ dir: a }]) });
+      expect(result.verifiers).toEqual([]);
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_DUPLICATE", "ASP_PLUGIN_DUPLICATE"]);
+      expect(imported()["verifier-dup"]).toBeUndefined();
+    });
+  });
+
+  // Issue 11 item 10: the folders are untrusted bytes; no content of them makes loading throw,
+  // and a refusal is keyed by its folder, never by the id the folder claims.
+  describe("when the folders themselves are hostile", () => {
+    it("keys a refused copy by its real folder, never by the id it claims", async () => {
+      const { key, roots } = makeKey();
+      const parent = tempDir();
+      const good = makePlugin("provider", { id: "provider-real", parent });
+      signPlugin(good, key);
+      const copy = join(tempDir(), "provider-real");
+      cpSync(good, copy, { recursive: true });
+      appendFileSync(join(copy, "main.mjs"), "// tampered\n");
+      const link = join(tempDir(), "link");
+      symlinkSync(copy, link);
+      const result = await loadPlugins({ dirs: [link, good], trustRoots: roots, policy: grantPolicy([{ dir: good }]) });
+      expect(result.providers.map((p) => p.manifest.id)).toEqual(["provider-real"]);
+      expect(result.refused).toEqual([
+        {
+          dir: realpathSync(copy),
+          key: `plugin:${realpathSync(copy)}`,
+          id: "provider-real",
+          code: "ASP_PLUGIN_DIGEST_MISMATCH",
+          message: expect.any(String),
+        },
+      ]);
+    });
+
+    it("takes each real folder once, however it is named", async () => {
+      const { key, roots } = makeKey();
+      const parent = tempDir();
+      const good = makePlugin("provider", { id: "provider-once", parent });
+      signPlugin(good, key);
+      const link = join(tempDir(), "link");
+      symlinkSync(good, link);
       const result = await loadPlugins({
-        dirs: [a, b, "/nonexistent/plugins"],
+        dirs: [good, link, parent, `${good}/`],
         trustRoots: roots,
-        policy: grantPolicy([{ dir: a }]),
+        policy: grantPolicy([{ dir: good }]),
       });
-      expect(result.providers).toHaveLength(1);
-      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_NOT_FOUND", "ASP_PLUGIN_DUPLICATE"]);
+      expect(result.providers.map((p) => p.dir)).toEqual([realpathSync(good)]);
+      expect(result.refused).toEqual([]);
+    });
+
+    it("refuses a link to nowhere in a plugins folder instead of throwing", async () => {
+      const { key, roots } = makeKey();
+      const parent = tempDir();
+      const good = makePlugin("provider", { id: "provider-ok", parent });
+      signPlugin(good, key);
+      symlinkSync(join(parent, "nowhere"), join(parent, "dangling"));
+      symlinkSync(join(parent, "loop"), join(parent, "loop"));
+      writeFileSync(join(parent, "notes.txt"), "not a plugin\n");
+      const result = await loadPlugins({ dirs: [parent], trustRoots: roots, policy: grantPolicy([{ dir: good }]) });
+      expect(result.providers.map((p) => p.manifest.id)).toEqual(["provider-ok"]);
+      expect(result.refused.map((r) => [r.key, r.code])).toEqual([
+        [`plugin:${join(realpathSync(parent), "dangling")}`, "ASP_PLUGIN_NOT_FOUND"],
+        [`plugin:${join(realpathSync(parent), "loop")}`, "ASP_PLUGIN_NOT_FOUND"],
+      ]);
+    });
+
+    it.each([
+      ["asp-plugin.sig", "ASP_PLUGIN_IO"],
+      ["asp-plugin.json", "ASP_PLUGIN_DIGEST_MISMATCH"],
+    ])("refuses a %s that is a named pipe instead of waiting on it forever", async (file, code) => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { id: "provider-fifo" });
+      signPlugin(dir, key);
+      rmSync(join(dir, file));
+      execFileSync("mkfifo", [join(dir, file)]);
+      const result = await loadPlugins({
+        dirs: [dir],
+        trustRoots: roots,
+        policy: grantPolicy([{ dir, id: "provider-fifo" }]),
+      });
+      expect(result.providers).toEqual([]);
+      expect(result.refused.map((r) => [r.key, r.code])).toEqual([[`plugin:${realpathSync(dir)}`, code]]);
+    });
+
+    it("refuses a signature file that is a device (endless bytes) or too large", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider", { id: "provider-zero" });
+      signPlugin(dir, key);
+      rmSync(join(dir, "asp-plugin.sig"));
+      symlinkSync("/dev/zero", join(dir, "asp-plugin.sig"));
+      const big = makePlugin("provider", { id: "provider-big" });
+      writeFileSync(join(big, "asp-plugin.sig"), " ".repeat(2 * 1024 * 1024));
+      const result = await loadPlugins({ dirs: [dir, big], trustRoots: roots, policy: grantPolicy([{ dir }]) });
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_IO", "ASP_PLUGIN_IO"]);
+    });
+
+    it("bounds the key of a folder with a very long path, and keeps it unique", () => {
+      const long = (tail: string) => `/${"d".repeat(300)}/${tail}`;
+      const a = refusedPluginKey(long("a"));
+      const b = refusedPluginKey(`/x${long("a").slice(2)}`);
+      for (const k of [a, b]) {
+        expect([...k].length).toBeLessThanOrEqual(256);
+        expect(k.startsWith("plugin:…")).toBe(true);
+      }
+      expect(a).not.toBe(b);
+      expect(refusedPluginKey("/opt/p")).toBe("plugin:/opt/p");
     });
   });
 });

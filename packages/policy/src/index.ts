@@ -43,6 +43,8 @@ export {
   outcomeStrictness,
   stricterOutcome,
 } from "./fail-policy.js";
+export type { HostPinMismatch, RunningHost } from "./host-pin.js";
+export { hostPinMismatch } from "./host-pin.js";
 export type { DeepReadonly } from "./json.js";
 export type {
   ActivePolicy,

@@ -1,6 +1,7 @@
 import { isAspError, type Policy, validate } from "@asp/contracts";
 import { canonicalize, type Digest, digest } from "@asp/evidence";
 import picomatch from "picomatch";
+import semver from "semver";
 import { type PolicyError, type PolicyErrorCode, type PolicyProblem, policyError, problemsError } from "./errors.js";
 import { type DeepReadonly, deepFreeze, findDuplicateKeys, toPointer, valueAt } from "./json.js";
 
@@ -73,9 +74,14 @@ function launchShape(value: string, glob: boolean): string | null {
   return null;
 }
 
+// The host pin's version is a semver range: `>=0.1.0 <0.3.0` and `0.1.x || 0.2.x` are ranges,
+// not command lines. Only a value the semver grammar accepts in full is exempt.
+const isHostVersionRange = (value: string, path: ReadonlyArray<string | number>): boolean =>
+  path.length === 2 && path[0] === "host" && path[1] === "version" && semver.validRange(value) !== null;
+
 function scanLaunch(value: unknown, path: Array<string | number>, parentKey: string, out: PolicyProblem[]): void {
   if (typeof value === "string") {
-    if (PROSE_KEYS.has(parentKey)) return;
+    if (PROSE_KEYS.has(parentKey) || isHostVersionRange(value, path)) return;
     const shape = launchShape(value, GLOB_KEYS.has(parentKey) || parentKey === "credentialFence");
     if (shape !== null) {
       out.push({
@@ -259,6 +265,13 @@ function semanticProblems(doc: Policy): PolicyProblem[] {
       }
     });
   });
+  if (doc.host?.version !== undefined && semver.validRange(doc.host.version) === null) {
+    out.push({
+      code: "ASP_POLICY_INVALID_VALUE",
+      pointer: "/host/version",
+      message: "is not a semver range (e.g. 0.1.0, ^0.1.0, >=0.1.0 <0.3.0)",
+    });
+  }
   const globs: Array<[string, string]> = [];
   doc.permissions?.rules.forEach((r, i) => {
     globs.push([`/permissions/rules/${i}/tool`, r.tool]);

@@ -1,18 +1,31 @@
 import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
-import { loadPlugins, readTrustRoots } from "@asp/plugin-host";
+import { loadPlugins, type RefusedPlugin, readTrustRoots, refusedPluginKey } from "@asp/plugin-host";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
 import { Host } from "./host.js";
+import { configuredProvider, remeasuredPlugin } from "./integrity.js";
 import { loadPolicy } from "./policy-file.js";
 import type { TrustedProvider } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type ProviderSet, type RefusedProvider, THS_TOKENS } from "./tokens.js";
 
-/** The host's own name and version, sent in `initialize` and reported by `host/status`. */
-export const HOST_INFO = Object.freeze({ name: "asp-ths", version: "0.1.0" });
+/**
+ * The host's own name and version, sent in `initialize`, reported by `host/status`, and
+ * compared with the trusted policy's `host` pin (implementation, version range) before every
+ * decision. The name is `asp-ths` everywhere (docs/policy.md's example pins it).
+ */
+export const HOST_INFO = Object.freeze({ name: "asp-ths", version: packageVersion() });
+
+/** The released version, from this package's own package.json (src/ and dist/ both sit one level below it). */
+function packageVersion(): string {
+  const pkg = createRequire(import.meta.url)("../package.json") as { version?: unknown };
+  if (typeof pkg.version !== "string") throw new ThsError("ASP_THS_INTERNAL", "@asp/ths package.json has no version");
+  return pkg.version;
+}
 
 /** Options of {@link composeHost}. */
 export interface ComposeHostOptions {
@@ -89,15 +102,23 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     if (ids.has(m.id))
       throw new ThsError("ASP_THS_BAD_MANIFEST", `provider ${m.id} is configured twice`, { data: { id: m.id } });
     ids.add(m.id);
-    providers.push({ manifest: r.value, origin: "config", integrityVerified: false });
+    // Measured now and before every launch: a grant is honoured only over a measured digest.
+    providers.push(configuredProvider(r.value));
   }
   const refused: RefusedProvider[] = [];
   if ((options.plugins ?? []).length > 0) {
-    const loaded = await loadPluginProviders(options.plugins ?? [], options.trustRoots ?? [], policy, options.clock);
+    const loaded = await loadPluginProviders(
+      options.plugins ?? [],
+      options.trustRoots ?? [],
+      policy,
+      options.clock,
+      ids,
+    );
+    // Unique already: plugin-host refuses two verified plugins claiming one id, and
+    // loadPluginProviders refuses a plugin whose id a configured provider holds.
     for (const p of loaded.providers) {
-      if (ids.has(p.manifest.id)) continue;
       ids.add(p.manifest.id);
-      providers.push(p);
+      providers.push(remeasuredPlugin(p));
     }
     refused.push(...loaded.refused);
   }
@@ -159,13 +180,23 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
 /**
  * Providers from signed plugin folders, loaded and verified by `@asp/plugin-host` (signature
  * against the trust roots, digest, policy plugin grant). A refused plugin never runs: it is
- * reported as an unavailable provider, so a required one surfaces as degraded coverage.
+ * reported as an unavailable provider under `plugin:<its real folder>` (plugin-host's
+ * `RefusedPlugin.key`), never under the id it claims, so it can neither shadow nor impersonate
+ * a verified provider; it degrades coverage visibly and a required requirement it would have
+ * served stays missing. Two verified folders claiming one id are both refused by plugin-host;
+ * a verified plugin whose id a configured provider already has (`taken`) is refused here the
+ * same way, so the configured provider keeps its id and nothing is dropped silently. Never
+ * throws on anything a plugin folder holds.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` / `ASP_PLUGIN_BAD_TRUST_ROOT` when a trust root
+ *   from trusted configuration cannot be read (a configuration error, not a plugin's).
  */
 async function loadPluginProviders(
   dirs: readonly string[],
   trustRootFiles: readonly string[],
   policy: HostPolicy,
   clock: Clock | undefined,
+  taken: ReadonlySet<string>,
 ): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[] }> {
   const result = await loadPlugins({
     dirs,
@@ -173,16 +204,35 @@ async function loadPluginProviders(
     policy: policy.document as Policy,
     ...(clock === undefined ? {} : { now: () => clock.now() }),
   });
-  return {
-    providers: result.providers.map((p) => ({
+  const providers: TrustedProvider[] = [];
+  const refused: RefusedPlugin[] = [...result.refused];
+  for (const p of result.providers) {
+    if (taken.has(p.manifest.id)) {
+      refused.push({
+        dir: p.dir,
+        key: refusedPluginKey(p.dir),
+        id: p.manifest.id,
+        code: "ASP_PLUGIN_DUPLICATE",
+        message: `a configured provider is already ${p.manifest.id}; the plugin is not loaded`,
+      });
+      continue;
+    }
+    providers.push({
       manifest: p.manifest,
-      origin: "plugin" as const,
+      origin: "plugin",
       integrityVerified: p.evidence.integrity === "verified",
-    })),
-    refused: result.refused.map((r) => ({
-      id: r.id ?? `plugin:${r.dir}`,
+    });
+  }
+  return {
+    providers,
+    refused: refused.map((r) => ({
+      id: r.key,
       reason: "unavailable" as const,
-      detail: `plugin ${r.dir} refused: ${r.code}: ${r.message}`.slice(0, 1900),
+      detail:
+        `plugin folder ${r.dir}${r.id === null ? "" : ` (claims ${r.id})`} refused: ${r.code}: ${r.message}`.slice(
+          0,
+          1900,
+        ),
     })),
   };
 }

@@ -4,11 +4,13 @@ import { type ProviderManifest, validate } from "@asp/contracts";
 import { ThsError } from "./errors.js";
 
 /**
- * The trusted host configuration (`asp.host.json`): where the store is, which policy and trust
- * roots to use, which plugin folders to load, and the trusted provider launch manifests.
- * It comes from the installation or environment, never from the candidate repository (host §2).
- * Relative paths are resolved against the file's folder; provider executables and working
- * directories must already be absolute.
+ * The trusted host configuration: where the store is, which policy and trust roots to use,
+ * which plugin folders to load, and the trusted provider launch manifests. It comes from the
+ * installation or environment, never from the candidate repository (host §2): `asp` finds it at
+ * `--config`, `ASP_HOST_CONFIG`, `~/.config/asp/host.json` or `/etc/asp/host.json`, and
+ * `assertTrustedLocations` refuses one whose file or any path it names lies inside the
+ * repository being evaluated. Relative paths are resolved against the file's folder; provider
+ * executables and working directories must already be absolute.
  */
 export interface HostConfig {
   /** Evidence store folder (level database). */
@@ -119,7 +121,8 @@ export function checkManifest(value: unknown, what = "provider manifest"): Provi
 }
 
 /**
- * Read `asp.host.json` (or any path).
+ * Read a host configuration file. This only parses: call `assertTrustedLocations(repo, { file:
+ * path, ...config })` before composing a host that evaluates `repo`.
  * @throws ThsError `ASP_THS_BAD_CONFIG` when unreadable or invalid, `ASP_THS_BAD_MANIFEST`.
  */
 export function loadHostConfig(path: string): HostConfig {

@@ -14,7 +14,7 @@ import {
   type FailPolicyOutcome,
   type ProviderState,
 } from "@asp/contracts";
-import { type ActivePolicy, DEFAULT_FAIL_POLICY, failPolicyCell } from "@asp/policy";
+import { type ActivePolicy, DEFAULT_FAIL_POLICY, failPolicyCell, hostPinMismatch, type RunningHost } from "@asp/policy";
 import { assuranceAtLeast, type RequiredRequirement, requiredAssurance, type VerifiedGrant } from "./policy-view.js";
 
 // ============================================================================ the fail table
@@ -69,6 +69,11 @@ export interface ProviderEvaluation {
     | { readonly kind: "failed"; readonly failClass: FailClass; readonly detail: string };
   /** A local subprocess that can write the real worktree (host §3). */
   readonly directWrite: boolean;
+  /**
+   * The isolation this provider really ran under, from how it was launched (for
+   * `severityCaps[].isolation`). Absent means unknown, which counts as the weakest (`advisory`).
+   */
+  readonly isolation?: AssuranceMode;
 }
 
 /** A failure the host found on a requirement rather than a provider (e.g. policy self-authorization). */
@@ -88,6 +93,8 @@ export interface DecideInput {
   readonly providers: readonly ProviderEvaluation[];
   /** The assurance mode the host actually achieved (never more than it can enforce). */
   readonly assurance: { readonly mode: AssuranceMode; readonly directWriteRisk: boolean };
+  /** The host deciding, compared with the policy's `host` pin (host §2: an incompatible host never allows). */
+  readonly host: RunningHost;
   readonly requirementFailures?: readonly RequirementFailure[];
   readonly decisionId: string;
   readonly decidedAt: string;
@@ -130,8 +137,10 @@ export function nextStepFor(d: Diagnostic, provider: string): string {
 
 /**
  * Host-level pre-checks arbitration does not make: a diagnostic outside the provider's declared
- * sources is malformed contract data (the provider is degraded, host §4), and a provider
- * without verified identity has no authority evidence (host §1).
+ * sources is malformed contract data (the provider is degraded, host §4); a granted provider
+ * whose integrity was not measured equal to its pin has its grants refused (`integrity_unverified`,
+ * host §1: authority only over measured identity and integrity); and one without verified
+ * identity has no authority evidence (host §1).
  */
 function preCheck(p: ProviderEvaluation): ProviderEvaluation["outcome"] {
   if (p.outcome.kind === "failed") return p.outcome;
@@ -146,6 +155,16 @@ function preCheck(p: ProviderEvaluation): ProviderEvaluation["outcome"] {
       };
     }
   }
+  if (p.grants.length > 0 && p.authority.integrity !== "verified") {
+    return {
+      kind: "failed",
+      failClass: "integrity_unverified",
+      detail:
+        p.authority.integrity === "failed"
+          ? "the provider's measured digest does not equal its pin: its grants are not honoured"
+          : "no measured digest or verified signature backs the provider's pin (a configured provider needs a root): its grants are not honoured",
+    };
+  }
   if (p.grants.length > 0 && p.authority.identity !== "verified") {
     return { kind: "failed", failClass: "missing_authority", detail: "provider identity is not verified" };
   }
@@ -155,8 +174,9 @@ function preCheck(p: ProviderEvaluation): ProviderEvaluation["outcome"] {
 /**
  * The host's decision (host §1, §2, §3), as a pure function of its input. Arbitration
  * (`@asp/arbitration`: ownership, dedup, precedence by grant, ties, coverage, fail-policy cells)
- * runs first; the host then adds what only it knows (requirement-level failures such as policy
- * self-authorization, achieved assurance), stamps the findings and applies the §1 rule: allow
+ * runs first, with severity caps applied by each provider's own isolation; the host then adds
+ * what only it knows (requirement-level failures such as policy self-authorization, a host the
+ * policy's `host` pin does not name, achieved assurance), stamps the findings and applies the §1 rule: allow
  * only when every required requirement ran on fresh, valid, complete, granted assessments,
  * nothing blocks, nothing ties, and no required degradation fails closed. A gate cell never opens.
  */
@@ -168,7 +188,8 @@ export function decide(input: DecideInput): DecideResult {
     return {
       provider: p.provider,
       declaredSources: p.declaredSources,
-      isolation: input.assurance.mode,
+      // Each provider's own isolation (how it was launched), never the host's assurance mode.
+      isolation: p.isolation ?? null,
       result:
         outcome.kind === "ok"
           ? { status: "assessed", assessment: outcome.assessment }
@@ -191,6 +212,14 @@ export function decide(input: DecideInput): DecideResult {
   // Failures the host found on a requirement itself (host §7 policy self-authorization ...).
   for (const f of input.requirementFailures ?? []) {
     addRequired({ requirement: f.requirement, failClass: f.failClass, detail: clip(f.detail) });
+  }
+
+  // host §2: a host the policy does not pin (implementation, version range, digest) never allows.
+  const hostMismatch = hostPinMismatch(policy, input.host);
+  if (hostMismatch !== null) {
+    for (const req of input.required) {
+      addRequired({ requirement: req.id, failClass: "host_incompatible", detail: clip(hostMismatch.detail) });
+    }
   }
 
   // host §3: achieved assurance must satisfy the call-site; a local subprocess caps it (direct-write-risk).

@@ -12,6 +12,9 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   missing repository directory) (input).
  * - `ASP_THS_CLOSED`: the host was used after `close()` (internal).
  * - `ASP_THS_RECEIPT_NOT_FOUND`: no receipt with that id in the store (input).
+ * - `ASP_THS_UNTRUSTED_LOCATION`: a trusted input (host configuration, policy, trust root,
+ *   plugin folder, store, provider executable, argument or cwd) lies inside the repository
+ *   being evaluated, after resolving symlinks (input).
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
  */
@@ -22,6 +25,7 @@ export type ThsErrorCode =
   | "ASP_THS_BAD_REQUEST"
   | "ASP_THS_CLOSED"
   | "ASP_THS_RECEIPT_NOT_FOUND"
+  | "ASP_THS_UNTRUSTED_LOCATION"
   | "ASP_THS_INTERNAL";
 
 /** Every {@link ThsErrorCode}, for table tests and documentation. */
@@ -32,6 +36,7 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_REQUEST",
   "ASP_THS_CLOSED",
   "ASP_THS_RECEIPT_NOT_FOUND",
+  "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_INTERNAL",
 ];
 

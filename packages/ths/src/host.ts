@@ -1,4 +1,4 @@
-import { relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
   type AuditReceipt,
@@ -19,10 +19,17 @@ import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
 import { candidatePolicyFailures } from "./policy-change.js";
-import { authorityEvidence, initializedGrants, requiredRequirements, verifiedGrants } from "./policy-view.js";
+import {
+  authorityEvidence,
+  initializedGrants,
+  requiredRequirements,
+  SUBPROCESS_ISOLATION,
+  verifiedGrants,
+} from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
 import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
 import { type FailOpenSink, type HostPolicy, type IdSource, type ProviderSet, THS_TOKENS } from "./tokens.js";
+import { manifestLocationsInside } from "./trusted-location.js";
 
 /** Progress of one evaluation, for a spinner or log line. */
 export type ProgressEvent =
@@ -93,7 +100,8 @@ export class Host {
     @inject(THS_TOKENS.StoreId) private readonly storeId: string,
   ) {
     this.supervisors = providerSet.providers.map(
-      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env),
+      // host §8: each supervisor restores its provider's stored health before its first launch.
+      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env, log),
     );
   }
 
@@ -175,13 +183,18 @@ export class Host {
         const grants = verifiedGrants(policy, m, callSite);
         progress({ phase: "provider-start", provider: m.id });
         let outcome: AssessOutcome;
-        const inside = relative(repo, m.cwd);
-        if (inside === "" || (!inside.startsWith("..") && !inside.startsWith("/"))) {
-          // host §2: never launched from the mutable candidate repository.
+        // host §2: never launched from the mutable candidate repository: executable, arguments that
+        // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
+        const inside = manifestLocationsInside(repo, m);
+        if (inside.length > 0) {
           outcome = {
             kind: "failed",
             failClass: "unavailable",
-            detail: `launch refused: cwd ${m.cwd} is inside the candidate repository`,
+            detail:
+              `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
+                0,
+                1900,
+              ),
             state: "unavailable",
             declaredSources: [],
           };
@@ -205,7 +218,17 @@ export class Host {
           ok: outcome.kind === "ok",
           detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
         });
-        const identityVerified = outcome.kind === "ok" || sup.initialized !== null;
+        // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
+        // configured provider's root digest equal to its pin), never taken from the initialize reply.
+        // A launch refused because the root no longer measures as pinned fails the axis too.
+        const measured =
+          outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
+            ? "failed"
+            : sup.provider.integrityVerified
+              ? "verified"
+              : sup.provider.origin === "config" && m.root !== undefined
+                ? "failed"
+                : "unverified";
         return {
           outcome,
           eval: {
@@ -215,42 +238,54 @@ export class Host {
             declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
             grants,
             authority: authorityEvidence(policy, m, callSite, {
-              identityVerified,
-              integrityVerified: sup.provider.integrityVerified,
+              identity: measured,
+              integrity: measured,
               isolated: false,
             }),
             outcome:
               outcome.kind === "ok"
                 ? { kind: "ok", assessment: outcome.assessment }
                 : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
-            // host §3: a local subprocess can write the real worktree.
+            // host §3: a local subprocess can write the real worktree, and nothing confines it.
             directWrite: true,
+            isolation: SUBPROCESS_ISOLATION,
           },
         };
       }),
     );
 
-    // Providers refused before supervision (e.g. by plugin-host) still count as offered.
-    const refused: ProviderEvaluation[] = this.providerSet.refused.map((r) => ({
-      provider: { id: r.id, version: "0.0.0", digest: `sha256:${"0".repeat(64)}` },
-      capability: "check",
-      state: "unavailable",
-      declaredSources: [],
-      grants: [],
-      authority: {
-        providerId: r.id,
-        providerVersion: "0.0.0",
-        providerDigest: `sha256:${"0".repeat(64)}`,
-        identity: "failed",
-        integrity: "failed",
-        conformance: "unverified",
-        isolation: "unverified",
-        authorityGrant: "unverified",
+    // Providers refused before supervision (e.g. by plugin-host) still count as offered, each
+    // under an id of its own: one evaluation never holds two providers under one id, so a
+    // refusal can neither stand in for a supervised provider nor stop the decision.
+    const ids = new Set(evaluations.map((e) => e.eval.provider.id));
+    const distinct = (wanted: string): string => {
+      let id = wanted;
+      for (let n = 2; ids.has(id); n++) id = `${[...wanted].slice(0, 248).join("")}#${n}`;
+      ids.add(id);
+      return id;
+    };
+    const refused: ProviderEvaluation[] = this.providerSet.refused
+      .map((r) => ({ r, id: distinct(r.id) }))
+      .map(({ r, id }) => ({
+        provider: { id, version: "0.0.0", digest: `sha256:${"0".repeat(64)}` },
+        capability: "check",
+        state: "unavailable",
+        declaredSources: [],
         grants: [],
-      },
-      outcome: { kind: "failed", failClass: r.reason, detail: r.detail },
-      directWrite: false,
-    }));
+        authority: {
+          providerId: id,
+          providerVersion: "0.0.0",
+          providerDigest: `sha256:${"0".repeat(64)}`,
+          identity: "failed",
+          integrity: "failed",
+          conformance: "unverified",
+          isolation: "unverified",
+          authorityGrant: "unverified",
+          grants: [],
+        },
+        outcome: { kind: "failed", failClass: r.reason, detail: r.detail },
+        directWrite: false,
+      }));
 
     // THREAT-MODEL invariant 6: the worktree the decision describes is the worktree the caller gets.
     // A write during evaluation (by a provider or anyone else) makes every required answer moot.
@@ -272,6 +307,8 @@ export class Host {
     const { envelope: decided, failOpens } = decide({
       callSite,
       policy,
+      // host §2: compared with the policy's host pin. This host cannot measure its own artifact.
+      host: { name: this.info.name, version: this.info.version, digest: null },
       baseline: binding.baseline,
       changeset: cs?.digest ?? null,
       required,
@@ -305,8 +342,11 @@ export class Host {
         data: { errors },
       });
     }
-    // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned.
-    await appendDecision(this.log, envelope, receipt, repo);
+    // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned;
+    // host §8: provider health (failures, quarantine, latency) in the same batch, so one-shot hosts accumulate it.
+    await appendDecision(this.log, envelope, receipt, repo, {
+      facts: this.supervisors.flatMap((s) => s.healthFacts()),
+    });
     this.recordTail(performance.now() - tailStarted);
     for (const f of failOpens) this.failOpenSink.log({ ...f, decisionId });
     return { envelope, receipt, failOpens };

@@ -8,7 +8,9 @@
  *   response-size and callback bounds; `host/readBlob` / `host/readTree` bound to the baseline,
  * - freshness (baselines are evidence snapshot tree ids; `validAsOf` must match exactly),
  * - {@link decide}: the host §1 rule with its fail table, pure,
- * - audit receipts appended with the decision in one durable fact log transition,
+ * - audit receipts appended with the decision in one durable fact log transition, with each
+ *   provider's health (failures, quarantine, latency, outcome kinds), so one-shot hosts
+ *   accumulate it and {@link readHealthStatus} reports it without launching anything,
  * - {@link composeHost}: tsyringe composition with a token for every seam.
  *
  * @packageDocumentation
@@ -35,6 +37,8 @@ export type { ThsErrorCode } from "./errors.js";
 export { THS_ERROR_CODES, ThsError } from "./errors.js";
 export type { Binding, IssueOptions } from "./freshness.js";
 export { FreshnessAuthority, freshnessMismatch, trustedBaseKey } from "./freshness.js";
+export type { HealthSubject, ProviderIdentity, ReadHealthStatusParams } from "./health.js";
+export { readHealthStatus } from "./health.js";
 export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
 export { Host } from "./host.js";
 export { loadPolicy } from "./policy-file.js";
@@ -47,3 +51,5 @@ export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider }
 export { THS_TOKENS } from "./tokens.js";
 export type { CallFailure, CallResult, ExitInfo, FrameViolation, LaunchSpec } from "./transport.js";
 export { FrameGuard, ProviderConnection } from "./transport.js";
+export type { ProviderLaunch, TrustedLocations, UntrustedLocation } from "./trusted-location.js";
+export { assertTrustedLocations, manifestLocationsInside, untrustedLocations } from "./trusted-location.js";

@@ -10,8 +10,8 @@ import type { HostPolicy } from "./tokens.js";
  * or an already parsed `ActivePolicy`; validated by `@asp/policy`'s `parsePolicy` (schema,
  * gate floor, pins). The CLI's `status` and `plugin verify --policy` call this same function, so
  * a policy they accept is one the host accepts.
- * @throws ThsError `ASP_THS_BAD_POLICY` when the file cannot be read or parsed as JSON;
- *   PolicyError (`ASP_POLICY_*`) when the document is invalid.
+ * @throws ThsError `ASP_THS_BAD_POLICY` when the file cannot be read; PolicyError
+ *   (`ASP_POLICY_NOT_JSON`, `ASP_POLICY_DUPLICATE_KEY`, …) when the text or document is invalid.
  */
 export function loadPolicy(input: string | Policy | HostPolicy): HostPolicy {
   if (isActivePolicy(input)) return input;
@@ -20,7 +20,9 @@ export function loadPolicy(input: string | Policy | HostPolicy): HostPolicy {
   if (typeof input === "string") {
     what = resolve(input);
     try {
-      raw = JSON.parse(readFileSync(what, "utf8"));
+      // The text, not JSON.parse's object: parsePolicy refuses duplicate keys, which
+      // JSON.parse would silently resolve to the last one.
+      raw = readFileSync(what, "utf8");
     } catch (cause) {
       throw new ThsError("ASP_THS_BAD_POLICY", `cannot read policy ${what}: ${(cause as Error).message}`, {
         cause,

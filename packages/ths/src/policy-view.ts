@@ -70,12 +70,25 @@ export function initializedGrants(
   return [...out.values()];
 }
 
-/** Evidence on the five authority axes (host §1 "Authority axes"). */
+/**
+ * The isolation a provider really runs under, from how the host launched it (host §3), used for
+ * `severityCaps[].isolation` and never taken from the host's assurance mode. Every provider
+ * today is a plain local subprocess that can read and write whatever its user can: nothing
+ * confines it, so the only honest mode is `advisory`, the weakest. A launcher that enforces
+ * more (a sandbox plugin) would report its own mode.
+ */
+export const SUBPROCESS_ISOLATION: AssuranceMode = "advisory";
+
+/**
+ * Evidence on the five authority axes (host §1 "Authority axes"). `identity` and `integrity`
+ * are measured facts (a verified signature, a measured digest equal to the pin), never what the
+ * provider said about itself at `initialize`.
+ */
 export function authorityEvidence(
   policy: ActivePolicy,
   pin: ProviderPin,
   callSite: CallSite,
-  facts: { readonly identityVerified: boolean; readonly integrityVerified: boolean; readonly isolated: boolean },
+  facts: { readonly identity: AxisState; readonly integrity: AxisState; readonly isolated: boolean },
 ): AuthorityEvidence {
   const grants = verifiedGrants(policy, pin, callSite);
   const namedButSkewed = policy.document.grants.some(
@@ -86,8 +99,8 @@ export function authorityEvidence(
     providerId: pin.id,
     providerVersion: pin.version,
     providerDigest: pin.digest,
-    identity: facts.identityVerified ? "verified" : "unverified",
-    integrity: facts.integrityVerified ? "verified" : "unverified",
+    identity: facts.identity,
+    integrity: facts.integrity,
     conformance: "unverified",
     isolation: facts.isolated ? "verified" : "unverified",
     authorityGrant: grantAxis,

@@ -38,9 +38,15 @@ export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): A
   };
 }
 
+/** Options of {@link appendDecision}. */
+export interface AppendDecisionOptions {
+  /** More facts that must be durable with the decision, in the same batch (e.g. provider health). */
+  readonly facts?: readonly FactInput[];
+}
+
 /**
  * Append the decision and its receipt in ONE atomic, synced batch (host §1, DESIGN §8), before
- * the envelope is returned. Only an **allow at the gate call-site** also records its receipt as
+ * the envelope is returned, with `options.facts` after them. Only an **allow at the gate call-site** also records its receipt as
  * the trusted base of `repo` (its after-tree is the base of the next gate without `--base`);
  * a deny, an indeterminate, a check or a sweep never moves it.
  * @throws EvidenceError from the fact log (`ASP_EVIDENCE_STORE_CLOSED`, ...): nothing is written.
@@ -50,6 +56,7 @@ export async function appendDecision(
   envelope: DecisionEnvelope,
   receipt: AuditReceipt,
   repo: string | null,
+  options: AppendDecisionOptions = {},
 ): Promise<FactEntry[]> {
   const index = [
     { name: "decisionId", value: envelope.decisionId },
@@ -64,6 +71,7 @@ export async function appendDecision(
       state:
         repo !== null && envelope.callSite === "gate" && envelope.decision === "allow" ? [trustedBaseKey(repo)] : [],
     },
+    ...(options.facts ?? []),
   ];
   return log.append(entries);
 }

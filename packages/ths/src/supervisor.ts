@@ -5,7 +5,6 @@ import {
   CAPABILITY_FAMILIES,
   type CapabilityFamily,
   type FailClass,
-  type HostStatus,
   type InitializedParams,
   type InitializeResult,
   PROTOCOL_ERRORS,
@@ -15,11 +14,12 @@ import {
   validate,
   validateAssessment,
 } from "@asp/contracts";
-import type { Digest } from "@asp/evidence";
+import type { Digest, FactInput, FactLog } from "@asp/evidence";
 import { ResponseError } from "vscode-jsonrpc/node";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import { type ContentView, RequestScope } from "./content.js";
 import { freshnessMismatch } from "./freshness.js";
+import { loadHealth, outcomeOfAssessment, ProviderHealth, type ProviderStatus } from "./health.js";
 import { type CallFailure, type ExitInfo, type LaunchSpec, ProviderConnection } from "./transport.js";
 
 /** A provider the host may launch: trusted launch configuration plus where it came from. */
@@ -27,8 +27,16 @@ export interface TrustedProvider {
   readonly manifest: ProviderManifest;
   /** `config`: named in the trusted host configuration; `plugin`: loaded and verified by plugin-host. */
   readonly origin: "config" | "plugin";
-  /** True when plugin-host verified the artifact's signature and digest. */
+  /**
+   * True when the artifact was measured and equals its pin: plugin-host verified a plugin's
+   * signature and digest, or the host measured a configured provider's `root` (see integrity.ts).
+   */
   readonly integrityVerified: boolean;
+  /**
+   * Re-measures what is about to run before every launch and restart; a reason string refuses
+   * the launch (`integrity_unverified`, nothing is spawned), `null` lets it go ahead.
+   */
+  readonly verifyLaunch?: () => string | null;
 }
 
 /** What one provider answered for one evaluation, after validation and freshness. */
@@ -55,19 +63,6 @@ export interface HostInfo {
   readonly version: string;
 }
 
-type ProviderStatus = HostStatus["providers"][number];
-
-// Failures that count toward quarantine (host §8): health and budget, not capability gaps.
-const HEALTH_FAILURES: ReadonlySet<FailClass> = new Set([
-  "crashed",
-  "timed_out",
-  "malformed",
-  "incomplete",
-  "incompatible",
-  "unavailable",
-]);
-
-const LATENCY_SAMPLES = 512;
 const METHOD_NOT_FOUND = -32601;
 
 const majorOf = (v: string): string => v.split(".")[0] ?? "";
@@ -89,6 +84,9 @@ export function launchEnvironment(
  * Supervises one provider: launch from trusted configuration, `initialize`/`initialized`,
  * lifecycle state per provider and per capability family, restart with backoff, quarantine,
  * callbacks bound to the request's baseline, and per-provider metrics (host §2, §5, §8).
+ * Health (failures, quarantine, latency, a count per outcome kind) lives in a
+ * {@link ProviderHealth} restored from the store before the first launch, so it accumulates
+ * across one-shot hosts.
  */
 export class ProviderSupervisor {
   private conn: ProviderConnection | null = null;
@@ -99,15 +97,11 @@ export class ProviderSupervisor {
   private readonly scopes = new Map<string, RequestScope>();
   private sessionCallbacks = 0;
   private launches = 0;
-  private restarts = 0;
-  private consecutiveFailures = 0;
-  private quarantined = false;
+  private readonly health: ProviderHealth;
+  private restoring: Promise<string | null> | null = null;
+  private restored = false;
   private lastExitAt = 0;
   private closing = false;
-  private timeouts = 0;
-  private ran = 0;
-  private degraded = 0;
-  private readonly latencies: number[] = [];
   private requestCounter = 0;
   private restartTimer: NodeJS.Timeout | null = null;
 
@@ -118,7 +112,56 @@ export class ProviderSupervisor {
     private readonly host: HostInfo,
     private readonly grants: InitializedParams["grants"],
     private readonly env: Readonly<Record<string, string | undefined>>,
-  ) {}
+    /** Where health is restored from; without it, health lives only as long as this supervisor. */
+    private readonly store?: FactLog,
+  ) {
+    const m = provider.manifest;
+    this.health = new ProviderHealth(
+      { id: m.id, version: m.version, digest: m.digest },
+      budgets.quarantineAfterFailures,
+    );
+  }
+
+  private get quarantined(): boolean {
+    return this.health.quarantined;
+  }
+
+  private get consecutiveFailures(): number {
+    return this.health.consecutiveFailures;
+  }
+
+  /**
+   * Restore this identity's health from the store, once, before anything is counted or
+   * launched. Resolves to null, or to why the store could not be read (the provider is then not
+   * launched: an unreadable quarantine must not become a clean record).
+   */
+  restore(): Promise<string | null> {
+    this.restoring ??= (async () => {
+      if (this.store === undefined) {
+        this.restored = true;
+        return null;
+      }
+      try {
+        const record = await loadHealth(this.store, this.health.provider);
+        if (record !== null) this.health.restore(record);
+        if (this.health.quarantined) this.setState("quarantined");
+        this.restored = true;
+        return null;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        return `the provider's health could not be read from the store (${typeof code === "string" ? code : "error"})`;
+      }
+    })();
+    return this.restoring;
+  }
+
+  /**
+   * The fact recording this provider's health, to append with the decision; none before the
+   * stored health was restored (a fresh record must never overwrite an unread one).
+   */
+  healthFacts(): FactInput[] {
+    return this.restored ? [this.health.toFact()] : [];
+  }
 
   get id(): string {
     return this.provider.manifest.id;
@@ -147,24 +190,24 @@ export class ProviderSupervisor {
   }
 
   private fail(failClass: FailClass, detail: string, state: ProviderState, family?: CapabilityFamily) {
-    this.degraded++;
-    if (HEALTH_FAILURES.has(failClass)) {
-      this.consecutiveFailures++;
-      if (this.consecutiveFailures >= this.budgets.quarantineAfterFailures) {
-        this.quarantined = true;
-        if (this.conn !== null) this.retire(this.conn);
-        this.setState("quarantined");
-        return {
-          kind: "failed" as const,
-          failClass,
-          detail: `${detail}; quarantined after ${this.consecutiveFailures} consecutive failures`,
-          state: "quarantined" as ProviderState,
-          declaredSources: this.declaredSources,
-        };
-      }
+    if (this.health.failed(failClass)) {
+      this.enterQuarantine();
+      return {
+        kind: "failed" as const,
+        failClass,
+        detail: `${detail}; quarantined after ${this.consecutiveFailures} consecutive failures`,
+        state: "quarantined" as ProviderState,
+        declaredSources: this.declaredSources,
+      };
     }
     this.setState(state, family);
     return { kind: "failed" as const, failClass, detail, state, declaredSources: this.declaredSources };
+  }
+
+  /** host §8: stop the session and launch nothing more for this identity. */
+  private enterQuarantine(): void {
+    if (this.conn !== null) this.retire(this.conn);
+    this.setState("quarantined");
   }
 
   private onExit(conn: ProviderConnection, info: ExitInfo): void {
@@ -215,6 +258,8 @@ export class ProviderSupervisor {
   /** Make sure the provider runs and is initialized (launching or restarting it), within the deadline. */
   async ensure(deadlineAt: number): Promise<{ ok: true } | { ok: false; failClass: FailClass; detail: string }> {
     if (this.closing) return { ok: false, failClass: "unavailable", detail: "the host is closing" };
+    const unreadable = await this.restore();
+    if (unreadable !== null) return { ok: false, failClass: "unavailable", detail: unreadable };
     if (this.quarantined) return { ok: false, failClass: "quarantined", detail: "the provider is quarantined" };
     if (this.conn !== null && this.init !== null) return { ok: true };
     if (this.restartTimer !== null) {
@@ -251,6 +296,16 @@ export class ProviderSupervisor {
       }
       await new Promise((r) => setTimeout(r, wait));
     }
+    // Invariant 4: what runs is what was verified, at every launch and restart.
+    const refused = this.provider.verifyLaunch?.() ?? null;
+    if (refused !== null) {
+      this.setState("unavailable");
+      return {
+        ok: false,
+        failClass: "integrity_unverified",
+        detail: this.fail("integrity_unverified", refused, "unavailable").detail,
+      };
+    }
     const m = this.provider.manifest;
     const spec: LaunchSpec = {
       executable: m.executable,
@@ -258,7 +313,7 @@ export class ProviderSupervisor {
       cwd: m.cwd,
       env: launchEnvironment(m, this.env),
     };
-    if (this.launches > 0) this.restarts++;
+    if (this.launches > 0) this.health.restarted();
     this.launches++;
     this.sessionCallbacks = 0;
     const conn = ProviderConnection.launch(spec, this.budgets.maxResponseBytes, (info) => this.onExit(conn, info));
@@ -315,7 +370,7 @@ export class ProviderSupervisor {
     const tail = stderr ? ` (stderr: ${stderr.slice(0, 200)})` : "";
     switch (f.kind) {
       case "timeout":
-        this.timeouts++;
+        this.health.timedOut();
         return ["timed_out", "timed_out", f.detail];
       case "cancelled":
         return ["cancelled", "cancelled", f.detail];
@@ -388,7 +443,7 @@ export class ProviderSupervisor {
     const ready = await this.ensure(deadlineAt);
     if (!ready.ok) {
       if (ready.failClass === "quarantined") {
-        this.degraded++;
+        this.health.failed("quarantined");
         return { kind: "failed", ...ready, state: "quarantined", declaredSources: [] };
       }
       if (this.stateValue === "quarantined") {
@@ -480,13 +535,12 @@ export class ProviderSupervisor {
               a.validAsOf,
             ) ?? "");
       if (staleDetail !== "") continue; // host §5: re-issue once within budget
-      this.consecutiveFailures = 0;
-      this.ran++;
-      this.latencies.push(res.ms);
-      if (this.latencies.length > LATENCY_SAMPLES) this.latencies.shift();
+      // host §2, §8: only a complete answer that misses nothing is a successful run.
+      const quarantinedNow = this.health.assessed(a, res.ms);
       this.stateValue = "initialized";
-      this.families.set("check", a.status === "complete" ? "initialized" : "degraded");
+      this.families.set("check", outcomeOfAssessment(a) === "complete" ? "initialized" : "degraded");
       for (const f of this.provider.manifest.capabilities) if (f !== "check") this.families.set(f, "initialized");
+      if (quarantinedNow) this.enterQuarantine();
       return { kind: "ok", assessment: a, declaredSources: this.declaredSources, reissued: attempt > 0, ms: res.ms };
     }
     this.stateValue = "initialized";
@@ -500,11 +554,6 @@ export class ProviderSupervisor {
 
   /** Per-provider status for `host/status` (host §2, §8). */
   status(): ProviderStatus {
-    const sorted = [...this.latencies].sort((a, b) => a - b);
-    const pick = (q: number): number | null =>
-      sorted.length === 0
-        ? null
-        : Math.round((sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0) * 1000) / 1000;
     const families: Partial<Record<CapabilityFamily, ProviderState>> = {};
     for (const f of CAPABILITY_FAMILIES) {
       if (!this.provider.manifest.capabilities.includes(f)) continue;
@@ -515,10 +564,7 @@ export class ProviderSupervisor {
       version: this.provider.manifest.version,
       state: this.stateValue,
       families,
-      health: { restarts: this.restarts, consecutiveFailures: this.consecutiveFailures, quarantined: this.quarantined },
-      latency: { samples: sorted.length, p50Ms: pick(0.5), p95Ms: pick(0.95) },
-      timeouts: this.timeouts,
-      coverage: { ran: this.ran, degraded: this.degraded },
+      ...this.health.figures(),
     };
   }
 

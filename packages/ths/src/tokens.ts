@@ -19,6 +19,11 @@ export interface IdSource {
 
 /** A required provider that could not even be offered to the supervisor (e.g. refused by plugin-host). */
 export interface RefusedProvider {
+  /**
+   * What the refusal is reported under. For a refused plugin folder: `plugin:<its real path>`
+   * (plugin-host's `RefusedPlugin.key`), never the id the folder claims. When a supervised
+   * provider or an earlier refusal already has this id, the host reports it with a `#n` suffix.
+   */
   readonly id: string;
   readonly reason: "missing" | "unavailable";
   readonly detail: string;

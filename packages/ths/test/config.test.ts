@@ -64,4 +64,12 @@ describe("host configuration", () => {
     ).rejects.toThrow();
     expect(THS_ERROR_CODES).toContain("ASP_THS_BAD_REQUEST");
   });
+
+  it("host §2: a policy file with a key given twice is refused, never read as its last value", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "asp-ths-policy-")), "asp.policy.json");
+    const text = JSON.stringify(policyFor([manifest("fake-hang")]));
+    // The second "grants" would silently win under JSON.parse: an empty grant list.
+    writeFileSync(file, text.replace(/^\{/, '{"grants":[],'));
+    await expect(composeHost({ store: "memory:", policy: file })).rejects.toThrowWithCode("ASP_POLICY_DUPLICATE_KEY");
+  });
 });

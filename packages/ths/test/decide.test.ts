@@ -1,5 +1,7 @@
 import {
   type Assessment,
+  type AssuranceMode,
+  type AxisState,
   CALL_SITES,
   type CallSite,
   type DecisionEnvelope,
@@ -57,7 +59,14 @@ function assessment(
 function provider(
   outcome: ProviderEvaluation["outcome"],
   callSite: CallSite,
-  options: { id?: string; granted?: boolean; sources?: string[] } = {},
+  options: {
+    id?: string;
+    granted?: boolean;
+    sources?: string[];
+    identity?: AxisState;
+    integrity?: AxisState;
+    isolation?: AssuranceMode;
+  } = {},
 ): ProviderEvaluation {
   const id = options.id ?? "p";
   const granted = options.granted ?? true;
@@ -71,8 +80,8 @@ function provider(
       providerId: id,
       providerVersion: "1.0.0",
       providerDigest: D("1"),
-      identity: "verified",
-      integrity: "unverified",
+      identity: options.identity ?? "verified",
+      integrity: options.integrity ?? "verified",
       conformance: "unverified",
       isolation: "unverified",
       authorityGrant: granted ? "verified" : "unverified",
@@ -80,6 +89,7 @@ function provider(
     },
     outcome,
     directWrite: true,
+    ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
   };
 }
 
@@ -92,6 +102,7 @@ function input(callSite: CallSite, providers: ProviderEvaluation[], extra: Parti
     required: [{ id: "types", capability: "check", sources: ["ts"] }],
     providers,
     assurance: { mode: "gated", directWriteRisk: true },
+    host: { name: "asp-ths", version: "0.1.0", digest: null },
     decisionId: "dec-1",
     decidedAt: "2026-01-02T03:04:05.000Z",
     ...extra,
@@ -104,6 +115,15 @@ const ok = (diagnostics: Assessment["diagnostics"] = [], id = "p"): ProviderEval
 });
 const failed = (failClass: FailClass): ProviderEvaluation["outcome"] => ({ kind: "failed", failClass, detail: "x" });
 const EXPECTED = { open: "allow", indeterminate: "indeterminate", deny: "deny" } as const;
+
+const diag = (extra: Partial<Assessment["diagnostics"][number]> = {}): Assessment["diagnostics"][number] => ({
+  source: "ts",
+  code: "ts/2322",
+  severity: "error",
+  message: "bad",
+  fingerprint: "f1",
+  ...extra,
+});
 
 const valid = (envelope: DecisionEnvelope): void => {
   const r = validate("verdict", envelope);
@@ -189,15 +209,6 @@ describe("decide", () => {
   });
 
   describe("findings", () => {
-    const diag = (extra: Partial<Assessment["diagnostics"][number]> = {}): Assessment["diagnostics"][number] => ({
-      source: "ts",
-      code: "ts/2322",
-      severity: "error",
-      message: "bad",
-      fingerprint: "f1",
-      ...extra,
-    });
-
     it("a granted error gates (deny) with a host-synthesized nextStep when the provider gave none", () => {
       const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate")]));
       valid(envelope);
@@ -240,6 +251,150 @@ describe("decide", () => {
       const p2 = provider(ok([diag()], "p2"), "gate", { id: "p2", granted: false });
       const { envelope } = decide(input("gate", [provider(ok([diag(), diag()]), "gate"), p2]));
       expect(envelope.findings.map((f) => f.provider.id)).toEqual(["p", "p2"]);
+    });
+  });
+
+  describe("integrity and identity (host §1: authority only over measured identity and integrity)", () => {
+    it.each(CALL_SITES.flatMap((site) => (["unverified", "failed"] as const).map((state) => [state, site] as const)))(
+      "a granted provider whose integrity is %s at %s has its grant refused: integrity-unverified, never allow",
+      (integrity, callSite) => {
+        const { envelope } = decide(input(callSite, [provider(ok(), callSite, { integrity })]));
+        valid(envelope);
+        expect(envelope.decision).toBe("indeterminate");
+        expect(envelope.coverage.ran).toEqual([]);
+        expect(envelope.coverage.degraded).toEqual([
+          expect.objectContaining({
+            provider: "p",
+            requirement: "types",
+            reason: "integrity-unverified",
+            failClass: "integrity_unverified",
+            failOpen: false,
+          }),
+        ]);
+      },
+    );
+
+    it("its blocking finding cannot gate either: the requirement is degraded, not decided by it", () => {
+      const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate", { integrity: "unverified" })]));
+      expect(envelope.findings).toEqual([]);
+      expect(envelope.decision).toBe("indeterminate");
+    });
+
+    it("an ungranted provider needs no measured integrity: its findings stay advisory", () => {
+      const granted = provider(ok(), "gate");
+      const other = provider(ok([diag()], "q"), "gate", { id: "q", granted: false, integrity: "unverified" });
+      const { envelope } = decide(input("gate", [granted, other]));
+      expect(envelope.decision).toBe("allow");
+      expect(envelope.findings).toEqual([expect.objectContaining({ disposition: "advisory" })]);
+    });
+
+    it("measured integrity without verified identity is still missing authority", () => {
+      const { envelope } = decide(input("gate", [provider(ok(), "gate", { identity: "unverified" })]));
+      expect(envelope.decision).toBe("indeterminate");
+      expect(envelope.coverage.degraded).toEqual([expect.objectContaining({ reason: "missing-authority" })]);
+    });
+  });
+
+  describe("severity caps by each provider's own isolation", () => {
+    const capped = policy({ severityCaps: [{ isolation: "advisory", maxSeverity: "warning" }] });
+
+    it.each([
+      ["advisory", "gated", "warning", "allow"],
+      ["advisory", "isolated", "warning", "allow"],
+      [undefined, "isolated", "warning", "allow"],
+      ["gated", "advisory", "error", "deny"],
+      ["isolated", "gated", "error", "deny"],
+    ] as const)(
+      "a provider launched with isolation %s, under host assurance %s, keeps %s (%s)",
+      (isolation, mode, severity, decision) => {
+        const evaluation = provider(ok([diag()]), "gate", isolation === undefined ? {} : { isolation });
+        const { envelope } = decide({
+          ...input("gate", [evaluation]),
+          policy: capped,
+          assurance: { mode, directWriteRisk: true },
+        });
+        expect(envelope.findings[0]).toMatchObject({ disposition: "gating", effectiveSeverity: severity });
+        if (severity === "warning") expect(envelope.findings[0]?.severityNote).toMatch(/isolation (advisory|unknown)/);
+        expect(envelope.decision).toBe(decision);
+      },
+    );
+
+    it("two providers under one host are capped each by its own isolation", () => {
+      const p = policy({
+        requirements: [{ id: "types", capability: "check", sources: ["ts", "js"], callSites: ["gate"] }],
+        providers: [
+          { id: "p", version: "1.0.0", digest: D("1") },
+          { id: "q", version: "1.0.0", digest: D("1") },
+        ],
+        grants: ["p", "q"].map((id) => ({
+          provider: id,
+          version: "1.0.0",
+          digest: D("1"),
+          requirement: "types",
+          callSites: ["gate" as const],
+        })),
+        severityCaps: [{ isolation: "advisory", maxSeverity: "warning" }],
+      });
+      const local = provider(ok([diag()]), "gate", { isolation: "advisory" });
+      const sandboxed = provider(ok([diag({ source: "js", code: "js/1", fingerprint: "f2" })], "q"), "gate", {
+        id: "q",
+        sources: ["js"],
+        isolation: "isolated",
+      });
+      const { envelope } = decide({
+        ...input("gate", [local, sandboxed]),
+        policy: p,
+        required: [{ id: "types", capability: "check", sources: ["ts", "js"] }],
+      });
+      expect(envelope.findings.map((f) => [f.provider.id, f.effectiveSeverity])).toEqual([
+        ["p", "warning"],
+        ["q", "error"],
+      ]);
+    });
+  });
+
+  describe("the policy's host pin (host §2: an incompatible host is never allow)", () => {
+    it.each([
+      ["another implementation", { implementation: "asp.ths" }],
+      ["a version range the host is outside of", { implementation: "asp-ths", version: ">=0.2.0" }],
+      ["a host digest this host cannot measure", { implementation: "asp-ths", digest: D("4") }],
+    ] as const)("degrades every required requirement for %s, at every call-site", (_what, host) => {
+      const p = policy({
+        host,
+        requirements: [
+          { id: "types", capability: "check", sources: ["ts"], callSites: ["interactive", "gate", "sweep"] },
+          { id: "lint", capability: "check", sources: ["lint"], callSites: ["interactive", "gate", "sweep"] },
+        ],
+        grants: ["types", "lint"].map((requirement) => ({
+          provider: "p",
+          version: "1.0.0",
+          digest: D("1"),
+          requirement,
+          callSites: [...CALL_SITES],
+        })),
+      });
+      for (const callSite of CALL_SITES) {
+        const { envelope } = decide({
+          ...input(callSite, [provider(ok(), callSite, { sources: ["ts", "lint"] })]),
+          policy: p,
+          required: [
+            { id: "lint", capability: "check", sources: ["lint"] },
+            { id: "types", capability: "check", sources: ["ts"] },
+          ],
+        });
+        valid(envelope);
+        expect(envelope.decision).toBe("indeterminate");
+        expect(envelope.coverage.ran).toEqual([]);
+        expect(envelope.coverage.degraded.map((d) => [d.requirement, d.reason, d.failOpen])).toEqual([
+          ["lint", "host-incompatible", false],
+          ["types", "host-incompatible", false],
+        ]);
+      }
+    });
+
+    it("decides as usual when the pin names this host", () => {
+      const p = policy({ host: { implementation: "asp-ths", version: "^0.1.0" } });
+      expect(decide({ ...input("gate", [provider(ok(), "gate")]), policy: p }).envelope.decision).toBe("allow");
     });
   });
 

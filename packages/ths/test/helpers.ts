@@ -1,31 +1,70 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { CallSite, Policy, ProviderManifest } from "@asp/contracts";
 import { blobDigest } from "@asp/evidence";
+import { digestPlugin } from "@asp/plugin-host";
 import { type ComposedHost, type ComposeHostOptions, composeHost, type FailOpen } from "../src/index.js";
 
 export const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
 
-/** A trusted manifest launching `fixtures/<file>.mjs` with node, from the fixtures folder (never the repo). */
+/**
+ * A trusted manifest launching `fixtures/<file>.mjs` with node, from the fixtures folder (never the repo).
+ * By default its `root` is the fixtures folder and its `digest` that folder's measured tree digest
+ * (the plugin digest), so grants are honoured; `root: false` leaves the root out (the digest is
+ * then the script's blob digest, which the host cannot verify), `root: "<dir>"` names another one.
+ */
 export function manifest(
   file: string,
-  options: { id?: string; source?: string; args?: string[]; version?: string } = {},
+  options: { id?: string; source?: string; args?: string[]; version?: string; root?: string | false } = {},
 ): ProviderManifest {
   const path = join(FIXTURES, `${file}.mjs`);
   const id = options.id ?? file;
   const source = options.source ?? "fake";
+  const root = options.root ?? FIXTURES.replace(/\/$/, "");
   return {
     id,
     version: options.version ?? "1.0.0",
-    digest: blobDigest(readFileSync(path)),
+    digest: root === false ? blobDigest(readFileSync(path)) : digestPlugin(root).digest,
     executable: process.execPath,
     args: [path, "--id", id, "--source", source, ...(options.args ?? [])],
     cwd: FIXTURES.replace(/\/$/, ""),
+    ...(root === false ? {} : { root }),
     capabilities: ["check"],
     diagnosticSources: [source],
     protocolVersion: "1.0",
+  };
+}
+
+/**
+ * A provider folder of its own (a temp dir holding `provider.mjs`) that runs fixture `file`:
+ * what an attacker who controls a provider's folder on disk can rewrite. The manifest pins the
+ * folder's measured digest as it is now; `--pidfile` (outside the root) records each launch's pid.
+ */
+export function rootedProvider(
+  file: string,
+  options: { id?: string; source?: string; args?: string[] } = {},
+): { root: string; script: string; pidFile: string; manifest: ProviderManifest } {
+  const root = mkdtempSync(join(tmpdir(), "asp-ths-root-"));
+  const script = join(root, "provider.mjs");
+  const pidFile = join(mkdtempSync(join(tmpdir(), "asp-ths-pid-")), "pid");
+  writeFileSync(
+    script,
+    [
+      'import { writeFileSync } from "node:fs";',
+      'const at = process.argv.indexOf("--pidfile");',
+      "if (at > 0) writeFileSync(process.argv[at + 1], String(process.pid));",
+      `await import(${JSON.stringify(pathToFileURL(join(FIXTURES, `${file}.mjs`)).href)});`,
+      "",
+    ].join("\n"),
+  );
+  const base = manifest(file, { ...options, root });
+  return {
+    root,
+    script,
+    pidFile,
+    manifest: { ...base, args: [script, ...base.args.slice(1), "--pidfile", pidFile] },
   };
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -78,7 +78,8 @@ describe("providers from signed plugins (@asp/plugin-host)", () => {
       expect(envelope.coverage.degraded).toEqual(
         expect.arrayContaining([
           expect.objectContaining({ requirement: "types", reason: "missing" }),
-          expect.objectContaining({ provider: "fake-honest-ts", reason: "unavailable" }),
+          // Keyed by its folder, never by the id it claims (issue 11 item 10).
+          expect.objectContaining({ provider: `plugin:${realpathSync(p.dir)}`, reason: "unavailable" }),
         ]),
       );
     } finally {

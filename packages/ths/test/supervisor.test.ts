@@ -1,3 +1,6 @@
+import { mkdtempSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { validate } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
@@ -53,6 +56,113 @@ describe("supervisor", () => {
     });
   });
 
+  describe("when a provider answers with a status other than a complete run (host §2, §8)", () => {
+    // Each status kind is its own kind in state, metrics and coverage; none is a successful run.
+    const table = [
+      { fixture: "fake-honest-ts", kind: "complete", reason: null, family: "initialized", towardQuarantine: 0 },
+      { fixture: "fake-error", kind: "error", reason: "errored", family: "degraded", towardQuarantine: 1 },
+      {
+        fixture: "fake-unsupported",
+        kind: "unsupported",
+        reason: "unsupported",
+        family: "degraded",
+        towardQuarantine: 0,
+      },
+      { fixture: "fake-incomplete", kind: "incomplete", reason: "incomplete", family: "degraded", towardQuarantine: 0 },
+      { fixture: "fake-partial", kind: "partial", reason: "incomplete", family: "degraded", towardQuarantine: 0 },
+    ] as const;
+    for (const row of table) {
+      it(`host §2: status kind ${row.kind} (${row.fixture}) is counted as ${row.kind}${row.kind === "complete" ? "" : ", never as a successful run"}`, async () => {
+        const m = manifest(row.fixture);
+        const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
+        try {
+          const { envelope } = await host.gate({ repo: tempRepo() });
+          const status = host.status();
+          expect(validate("host-status", status).ok).toBe(true);
+          const p = status.providers[0];
+          const complete = row.kind === "complete";
+          expect(p?.outcomes?.[row.kind]).toBe(1);
+          expect(Object.values(p?.outcomes ?? {}).reduce((a, b) => a + b, 0)).toBe(1);
+          expect(p?.coverage).toEqual({ ran: complete ? 1 : 0, degraded: complete ? 0 : 1 });
+          expect(p?.latency.samples).toBe(complete ? 1 : 0);
+          expect(p?.health.consecutiveFailures).toBe(row.towardQuarantine);
+          expect(p?.families.check).toBe(row.family);
+          if (row.reason === null) {
+            expect(envelope.decision).toBe("allow");
+            expect(envelope.coverage.degraded).toEqual([]);
+          } else {
+            expect(envelope.decision).toBe("indeterminate");
+            expect(envelope.coverage.degraded).toEqual([
+              expect.objectContaining({ provider: m.id, reason: row.reason }),
+            ]);
+          }
+        } finally {
+          await host.close();
+        }
+      });
+    }
+
+    it("host §8: status error counts toward quarantine; the provider is quarantined after N errors in a row", async () => {
+      const m = manifest("fake-error");
+      const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
+      try {
+        const repo = tempRepo();
+        expect((await host.gate({ repo })).envelope.coverage.degraded[0]?.reason).toBe("errored");
+        await host.gate({ repo });
+        expect(host.status().providers[0]).toMatchObject({
+          state: "quarantined",
+          health: { consecutiveFailures: 2, quarantined: true },
+        });
+        const third = await host.gate({ repo });
+        expect(third.envelope.decision).toBe("indeterminate");
+        expect(third.envelope.coverage.degraded[0]).toMatchObject({
+          reason: "quarantined",
+          providerState: "quarantined",
+        });
+        expect(host.status().providers[0]?.outcomes).toMatchObject({ error: 2, failed: 1, complete: 0 });
+      } finally {
+        await host.close();
+      }
+    });
+
+    /** Gate `runs` times on one host over fake-status-cycle; the provider's status after each run. */
+    async function cycleStatuses(cycle: string, runs: number) {
+      const m = manifest("fake-status-cycle", { args: ["--cycle", cycle] });
+      const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
+      try {
+        const repo = tempRepo();
+        const out = [];
+        for (let i = 0; i < runs; i++) {
+          await host.gate({ repo });
+          out.push(host.status().providers[0]);
+        }
+        return out;
+      } finally {
+        await host.close();
+      }
+    }
+
+    it("host §8: a capability gap or an incomplete answer between two errors does not reset the failure count", async () => {
+      const statuses = await cycleStatuses("error,unsupported,partial", 4);
+      expect(statuses[2]?.health).toMatchObject({ consecutiveFailures: 1, quarantined: false });
+      expect(statuses[3]).toMatchObject({
+        state: "quarantined",
+        health: { consecutiveFailures: 2, quarantined: true },
+        outcomes: { error: 2, unsupported: 1, partial: 1, complete: 0 },
+      });
+    });
+
+    it("only a complete run resets the failure count", async () => {
+      const statuses = await cycleStatuses("error,complete", 4);
+      expect(statuses[3]).toMatchObject({
+        health: { consecutiveFailures: 0, quarantined: false },
+        outcomes: { error: 2, complete: 2 },
+        latency: { samples: 2 },
+        coverage: { ran: 2, degraded: 2 },
+      });
+    });
+  });
+
   describe("when the caller cancels", () => {
     it("sends $/cancelRequest and degrades the provider as cancelled", async () => {
       const m = manifest("fake-hang");
@@ -85,6 +195,24 @@ describe("supervisor", () => {
       const { host } = await testHost({ policy: policyFor([m]), providers: [m], warm: false });
       try {
         const { envelope } = await host.gate({ repo });
+        expect(envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "unavailable" });
+        expect(envelope.coverage.degraded[0]?.detail).toMatch(/inside the candidate repository/);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it.each([
+      ["a cwd in a folder named ..x", (repo: string) => ({ cwd: join(repo, "..x") })],
+      ["a script argument inside the repository", (repo: string) => ({ args: [join(repo, "evil.mjs")] })],
+      ["a cwd reached through a symlink into the repository", (repo: string) => ({ cwd: linkTo(repo) })],
+    ])("host §2: refuses a provider launched with %s (never runs it)", async (_what, launch) => {
+      const repo = tempRepo({ "a.ts": "ok\n", "..x/keep": "", "evil.mjs": "process.exit(0);\n" });
+      const m = { ...manifest("fake-honest-ts"), ...launch(repo) };
+      const { host } = await testHost({ policy: policyFor([m]), providers: [m], warm: false });
+      try {
+        const { envelope } = await host.gate({ repo });
+        expect(envelope.decision).toBe("indeterminate");
         expect(envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "unavailable" });
         expect(envelope.coverage.degraded[0]?.detail).toMatch(/inside the candidate repository/);
       } finally {
@@ -134,3 +262,10 @@ describe("supervisor", () => {
     expect(FIXTURES).toMatch(/test\/fixtures\/$/);
   });
 });
+
+/** A symlink outside `target` that points at it. */
+function linkTo(target: string): string {
+  const link = join(mkdtempSync(join(tmpdir(), "asp-ths-link-")), "via");
+  symlinkSync(target, link);
+  return link;
+}

@@ -189,7 +189,10 @@ describe("property: every gate equals a fresh host given the trusted base explic
 describe("the worktree under the decision", () => {
   it("invariant 6: a provider that writes a changed file during the gate gets worktree-changed, never allow", async () => {
     const repo = tempRepo({ "src/a.ts": "export const a = 1;\n" });
-    const writer = manifest("fake-write-worktree", { source: "secrets", args: ["--write", join(repo, "src/a.ts")] });
+    const writer = manifest("fake-write-worktree", {
+      source: "secrets",
+      args: ["--write-hex", Buffer.from(join(repo, "src/a.ts")).toString("hex")],
+    });
     const host = await levelHost(storeDir(), writer);
     try {
       for (const callSite of ["gate", "interactive", "sweep"] as const) {
@@ -208,7 +211,7 @@ describe("the worktree under the decision", () => {
 
   it("invariant 6: an honest provider on a still worktree is not flagged", async () => {
     const repo = tempRepo({ "src/a.ts": "export const a = 1;\n" });
-    const writer = manifest("fake-write-worktree", { source: "secrets" }); // no --write: honest
+    const writer = manifest("fake-write-worktree", { source: "secrets" }); // no --write-hex: honest
     const host = await levelHost(storeDir(), writer);
     try {
       const r = await host.gate({ repo });

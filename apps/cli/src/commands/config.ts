@@ -10,6 +10,7 @@ import {
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
+import { inert as t } from "../terminal.js";
 
 /** Options of `asp config show`. */
 interface ShowOptions {
@@ -47,19 +48,19 @@ function pad(text: string, width: number): string {
 export function formatReport(report: ConfigurationReport): string {
   const lines: string[] = ["Stage flags (each independent, default off)"];
   for (const [flag, state] of Object.entries(report.stages)) {
-    lines.push(`  ${pad(flag, 34)}${pad(state.enabled ? "on" : "off", 5)}${formatSource(state.source)}`);
+    lines.push(`  ${pad(t(flag), 34)}${pad(state.enabled ? "on" : "off", 5)}${t(formatSource(state.source))}`);
   }
   const s = report.selection;
-  lines.push("", `Selection (winning source: ${s.source})`);
+  lines.push("", `Selection (winning source: ${t(s.source)})`);
   for (const key of ["preset", "result_review_mode", "approvals_reviewer"] as const) {
-    lines.push(`  ${pad(key, 22)}${pad(s[key].value, 13)}${formatSource(s[key].source)}`);
+    lines.push(`  ${pad(key, 22)}${pad(t(s[key].value), 13)}${t(formatSource(s[key].source))}`);
   }
-  for (const n of s.normalizations) lines.push(`  normalized: ${n.key} ${n.from} -> ${n.to} (preset on)`);
+  for (const n of s.normalizations) lines.push(`  normalized: ${t(n.key)} ${t(n.from)} -> ${t(n.to)} (preset on)`);
   lines.push("", "Budgets (value / ceiling; consumed only while an owning stage is on)");
   for (const [limit, b] of Object.entries(report.budgets)) {
     const value = `${b.value} / ${b.ceiling}${b.unit === "seconds" ? " s" : b.unit === "multiplier" ? "x" : ""}`;
     lines.push(
-      `  ${pad(limit, 35)}${pad(value, 14)}${pad(b.active ? "active" : "inactive", 9)}${formatSource(b.source)}`,
+      `  ${pad(t(limit), 35)}${pad(value, 14)}${pad(b.active ? "active" : "inactive", 9)}${t(formatSource(b.source))}`,
     );
   }
   return lines.join("\n");

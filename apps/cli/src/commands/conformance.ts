@@ -1,10 +1,21 @@
 import { resolve } from "node:path";
-import { formatReport, runConformance } from "@asp/conformance";
+import { type ConformanceReport, formatReport, runConformance } from "@asp/conformance";
 import { digestPlugin, readPluginManifest } from "@asp/plugin-host";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
+import { inert } from "../terminal.js";
+
+/** The report with every field the provider controls (its identity, the check details) made {@link inert}. */
+function inertReport(report: ConformanceReport): ConformanceReport {
+  return {
+    ...report,
+    provider:
+      report.provider === null ? null : { id: inert(report.provider.id), version: inert(report.provider.version) },
+    checks: report.checks.map((c) => ({ ...c, detail: inert(c.detail) })),
+  };
+}
 
 /** `asp conformance [--plugin DIR] -- CMD ARGS...`: run the provider protocol suite. */
 export function registerConformance(program: Command, ctx: CliContext): void {
@@ -45,7 +56,7 @@ export function registerConformance(program: Command, ctx: CliContext): void {
         timeoutMs,
         ...(subjectDigest === undefined ? {} : { subjectDigest }),
       });
-      ctx.print(formatReport(report), report);
+      ctx.print(formatReport(inertReport(report)), report);
       if (!report.passed) ctx.setExit(EXIT.deny);
     });
 }

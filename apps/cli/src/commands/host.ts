@@ -3,7 +3,9 @@ import { resolve } from "node:path";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import {
+  assertTrustedLocations,
   type ComposedHost,
+  type ComposeHostOptions,
   composeHost,
   type HostConfig,
   listReceipts,
@@ -16,25 +18,37 @@ import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
+import { requireHostConfig } from "../host-config.js";
+import { inert } from "../terminal.js";
 
-/** The trusted host configuration file `asp` reads when `--config` is not given. */
-export const DEFAULT_HOST_CONFIG = "asp.host.json";
+/** The help text of every `--config` option. */
+export const CONFIG_OPTION_HELP =
+  "trusted host configuration (default: $ASP_HOST_CONFIG, $XDG_CONFIG_HOME/asp/host.json, /etc/asp/host.json; never the current directory)";
 
-/** Resolve and load the trusted host configuration (`--config`, default `asp.host.json` in the cwd). */
-export function readHostConfig(ctx: CliContext, path: string | undefined): HostConfig {
-  const file = resolve(ctx.io.cwd, path ?? DEFAULT_HOST_CONFIG);
-  if (!existsSync(file)) {
-    throw new UsageError(
-      "ASP_CLI_BAD_INPUT",
-      `no host configuration at ${file}; pass --config PATH (see docs/protocol.md "Host configuration")`,
-      { data: { path: file } },
-    );
-  }
-  return loadHostConfig(file);
+/**
+ * Find and load the trusted host configuration (see {@link requireHostConfig} for where `asp`
+ * looks). With `repo`, refuse a configuration whose file or any trusted input it names lies
+ * inside that repository: the file's own location is checked before it is parsed.
+ * @throws UsageError `ASP_CLI_NO_HOST_CONFIG`; ThsError `ASP_THS_UNTRUSTED_LOCATION`,
+ *   `ASP_THS_BAD_CONFIG`, `ASP_THS_BAD_MANIFEST`.
+ */
+export function readHostConfig(ctx: CliContext, flag: string | undefined, repo?: string): HostConfig {
+  const { path } = requireHostConfig(ctx, flag);
+  if (repo !== undefined) assertTrustedLocations(repo, { file: path });
+  const config = loadHostConfig(path);
+  if (repo !== undefined) assertTrustedLocations(repo, { file: path, ...config });
+  return config;
 }
 
-/** Compose the host a configuration describes; fail-opens are logged on stderr as they happen. */
-export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promise<ComposedHost> {
+/**
+ * Compose the host a configuration describes; fail-opens are logged on stderr as they happen.
+ * `overrides` replace composition options (e.g. `asp status` composes with `warm: false`).
+ */
+export async function hostFromConfig(
+  ctx: CliContext,
+  config: HostConfig,
+  overrides: Partial<ComposeHostOptions> = {},
+): Promise<ComposedHost> {
   return composeHost({
     store: config.store,
     policy: config.policy,
@@ -45,41 +59,51 @@ export async function hostFromConfig(ctx: CliContext, config: HostConfig): Promi
     env: ctx.io.env,
     failOpenSink: {
       log: (e) =>
-        ctx.io.stderr(`asp: fail-open: provider ${e.provider} failClass ${e.failClass} call-site ${e.callSite}\n`),
+        ctx.io.stderr(
+          `asp: fail-open: provider ${inert(e.provider)} failClass ${inert(e.failClass)} call-site ${inert(e.callSite)}\n`,
+        ),
     },
+    ...overrides,
   });
 }
 
 const EXIT_OF = { allow: EXIT.allow, deny: EXIT.deny, indeterminate: EXIT.indeterminate } as const;
 
-/** The human rendering of a decision envelope. */
+/**
+ * The human rendering of a decision envelope. Every field a provider, plugin or the candidate
+ * repository controls goes through {@link inert}, so none can drive the terminal or forge a line.
+ */
 export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): string {
+  const t = inert;
   const lines = [
-    `${envelope.decision.toUpperCase()} (${envelope.callSite})  decision ${envelope.decisionId}`,
-    `baseline ${envelope.baseline}${envelope.changeset === null ? "" : `  changeset ${envelope.changeset}`}`,
-    `policy   ${envelope.policyDigest}`,
-    `coverage required [${envelope.coverage.required.join(", ")}]  ran [${envelope.coverage.ran.join(", ")}]`,
+    `${t(envelope.decision.toUpperCase())} (${t(envelope.callSite)})  decision ${t(envelope.decisionId)}`,
+    `baseline ${t(envelope.baseline)}${envelope.changeset === null ? "" : `  changeset ${t(envelope.changeset)}`}`,
+    `policy   ${t(envelope.policyDigest)}`,
+    `coverage required [${envelope.coverage.required.map(t).join(", ")}]  ran [${envelope.coverage.ran.map(t).join(", ")}]`,
   ];
   for (const d of envelope.coverage.degraded) {
-    const who = [d.provider && `provider ${d.provider}`, d.requirement && `requirement ${d.requirement}`]
+    const who = [d.provider && `provider ${t(d.provider)}`, d.requirement && `requirement ${t(d.requirement)}`]
       .filter(Boolean)
       .join(", ");
-    lines.push(`  degraded: ${who}: ${d.reason}${d.failOpen ? " (fail-open)" : ""}${d.detail ? `: ${d.detail}` : ""}`);
+    lines.push(
+      `  degraded: ${who}: ${t(d.reason)}${d.failOpen ? " (fail-open)" : ""}${d.detail ? `: ${t(d.detail)}` : ""}`,
+    );
   }
   for (const f of envelope.findings) {
     const d = f.diagnostic;
-    const at = d.range === undefined ? "" : ` ${d.range.path}:${d.range.start.line + 1}:${d.range.start.character + 1}`;
+    const at =
+      d.range === undefined ? "" : ` ${t(d.range.path)}:${d.range.start.line + 1}:${d.range.start.character + 1}`;
     lines.push(
-      `${f.disposition === "gating" ? "✖" : "·"} ${f.effectiveSeverity} ${d.code}${at} ${d.message} [${f.provider.id}]`,
+      `${f.disposition === "gating" ? "✖" : "·"} ${t(f.effectiveSeverity)} ${t(d.code)}${at} ${t(d.message)} [${t(f.provider.id)}]`,
     );
-    if (f.severityNote !== undefined) lines.push(`    note: ${f.severityNote}`);
-    if (f.nextStep !== undefined) lines.push(`    next: ${f.nextStep}`);
+    if (f.severityNote !== undefined) lines.push(`    note: ${t(f.severityNote)}`);
+    if (f.nextStep !== undefined) lines.push(`    next: ${t(f.nextStep)}`);
   }
   lines.push(
-    `assurance ${envelope.assurance.mode}${envelope.assurance.directWriteRisk ? " (direct-write-risk)" : ""}`,
+    `assurance ${t(envelope.assurance.mode)}${envelope.assurance.directWriteRisk ? " (direct-write-risk)" : ""}`,
     envelope.receipt === undefined
       ? "receipt  -"
-      : `receipt  ${envelope.receipt.id} stored in ${storeDir ?? envelope.receipt.location} (asp receipts show ${envelope.receipt.id})`,
+      : `receipt  ${t(envelope.receipt.id)} stored in ${t(storeDir ?? envelope.receipt.location)} (asp receipts show ${t(envelope.receipt.id)})`,
   );
   return lines.join("\n");
 }
@@ -90,11 +114,11 @@ function progressLine(ctx: CliContext, verb: string): (e: ProgressEvent) => void
   return (e) => {
     if (e.phase === "provider-start") {
       running++;
-      ctx.io.stderr(`asp ${verb}: running ${e.provider}…\n`);
+      ctx.io.stderr(`asp ${verb}: running ${inert(e.provider)}…\n`);
     } else if (e.phase === "provider-done") {
       running--;
       ctx.io.stderr(
-        `asp ${verb}: ${e.provider} ${e.ok ? "done" : "degraded"} (${e.detail.slice(0, 120)})${running > 0 ? `, ${running} running` : ""}\n`,
+        `asp ${verb}: ${inert(e.provider)} ${e.ok ? "done" : "degraded"} (${inert(e.detail.slice(0, 120))})${running > 0 ? `, ${running} running` : ""}\n`,
       );
     } else if (e.phase === "deciding") {
       ctx.io.stderr(`asp ${verb}: deciding…\n`);
@@ -109,11 +133,12 @@ interface EvaluateFlags {
 }
 
 async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags: EvaluateFlags): Promise<void> {
-  const config = readHostConfig(ctx, flags.config);
   const repo = resolve(ctx.io.cwd, flags.repo ?? ".");
   if (!existsSync(repo)) {
     throw new UsageError("ASP_CLI_BAD_INPUT", `no repository folder at ${repo}`, { data: { path: repo } });
   }
+  // Threat model invariant 2: the candidate never configures the host that judges it.
+  const config = readHostConfig(ctx, flags.config, repo);
   const host = await hostFromConfig(ctx, config);
   try {
     const { envelope } = await host.evaluate(callSite, {
@@ -134,10 +159,13 @@ function evaluateCommand(program: Command, ctx: CliContext, verb: string, callSi
   const cmd = program
     .command(verb)
     .description(description)
-    .option("--config <path>", "trusted host configuration", DEFAULT_HOST_CONFIG)
+    .option("--config <path>", CONFIG_OPTION_HELP)
     .option("--repo <dir>", "the repository to evaluate", ".");
   if (callSite !== "sweep")
-    cmd.option("--base <rev>", "git revision to diff against (default: the last recorded baseline)");
+    cmd.option(
+      "--base <rev>",
+      "git revision to diff against (default: the trusted base, the after-tree of the last allowed gate for this repository)",
+    );
   cmd.action((flags: EvaluateFlags) => evaluate(ctx, verb, callSite, flags));
 }
 
@@ -188,7 +216,7 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
   receipts
     .command("list")
     .description("the latest receipts, newest first")
-    .option("--config <path>", "trusted host configuration", DEFAULT_HOST_CONFIG)
+    .option("--config <path>", CONFIG_OPTION_HELP)
     .option("--limit <n>", "how many", "20")
     .action(async (flags: { config?: string; limit: string }) => {
       const limit = Number(flags.limit);
@@ -199,7 +227,11 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
         rows.length === 0
           ? "no receipts yet"
           : rows
-              .map((r) => `${r.seq}\t${r.at}\t${r.receipt.receiptId}\t${r.receipt.callSite}\t${r.receipt.decision}`)
+              .map((r) =>
+                [r.seq, r.at, r.receipt.receiptId, r.receipt.callSite, r.receipt.decision]
+                  .map((v) => inert(String(v)))
+                  .join("\t"),
+              )
               .join("\n"),
         rows.map((r) => ({ seq: r.seq, at: r.at, receipt: r.receipt })),
       );
@@ -207,12 +239,12 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
   receipts
     .command("show <id>")
     .description("one receipt (by receipt or decision id) with its envelope")
-    .option("--config <path>", "trusted host configuration", DEFAULT_HOST_CONFIG)
+    .option("--config <path>", CONFIG_OPTION_HELP)
     .action(async (id: string, flags: { config?: string }) => {
       const r = await withStore(ctx, flags.config, (log) => showReceipt(log, id));
       ctx.print(
         [
-          `receipt ${r.receipt.receiptId} (seq ${r.seq}, ${r.at})`,
+          `receipt ${inert(r.receipt.receiptId)} (seq ${r.seq}, ${inert(r.at)})`,
           r.envelope === null ? "envelope: missing" : renderEnvelope(r.envelope),
         ].join("\n"),
         r,
@@ -220,16 +252,18 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
     });
   receipts
     .command("verify")
-    .description("walk the hash chain and check every receipt against its envelope (exit 1 when anything fails)")
-    .option("--config <path>", "trusted host configuration", DEFAULT_HOST_CONFIG)
+    .description(
+      "walk the hash chain and check every receipt against its envelope (exit 3 when anything fails, never 1: a broken audit trail is not a deny)",
+    )
+    .option("--config <path>", CONFIG_OPTION_HELP)
     .action(async (flags: { config?: string }) => {
       const v = await withStore(ctx, flags.config, (log) => verifyReceipts(log));
       ctx.print(
         v.ok
-          ? `ok: ${v.entries} fact log entries, ${v.receipts} receipts verified${v.head === null ? "" : `, head ${v.head.digest}`}`
-          : `FAILED:\n${v.problems.map((p) => `  seq ${p.seq}${p.receiptId === null ? "" : ` ${p.receiptId}`}: ${p.problem}`).join("\n")}`,
+          ? `ok: ${v.entries} fact log entries, ${v.receipts} receipts verified${v.head === null ? "" : `, head ${inert(v.head.digest)}`}`
+          : `FAILED:\n${v.problems.map((p) => `  seq ${p.seq}${p.receiptId === null ? "" : ` ${inert(p.receiptId)}`}: ${inert(p.problem)}`).join("\n")}`,
         v,
       );
-      if (!v.ok) ctx.setExit(EXIT.deny);
+      if (!v.ok) ctx.setExit(EXIT.verificationFailed);
     });
 }

@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { type Policy, validate } from "@asp/contracts";
+import type { Policy } from "@asp/contracts";
 import {
   digestPlugin,
   PLUGIN_REFUSAL_CODES,
@@ -10,36 +9,23 @@ import {
   verifyPlugin,
   writeKeyPair,
 } from "@asp/plugin-host";
+import { loadPolicy } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
-import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
+import { inert } from "../terminal.js";
 
 /** A refused plugin exits 1 with a report; bad input exits 64. */
 const REFUSALS: ReadonlySet<string> = PLUGIN_REFUSAL_CODES;
 
+/**
+ * The policy whose plugin grants `--policy` checks, loaded exactly as the host loads it
+ * (`loadPolicy` from `@asp/ths`: schema, duplicate ids, pins, gate floor), so a policy this
+ * command accepts is one the host accepts. Invalid policy throws `ASP_POLICY_*` or
+ * `ASP_THS_BAD_POLICY` (exit 64).
+ */
 function readPolicy(cwd: string, path: string): Policy {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(resolve(cwd, path), "utf8"));
-  } catch (error) {
-    throw new UsageError("ASP_CLI_BAD_INPUT", `cannot read policy ${path} as JSON: ${(error as Error).message}`, {
-      cause: error,
-      data: { path },
-    });
-  }
-  const r = validate("policy", raw);
-  if (!r.ok) {
-    const first = r.errors[0];
-    throw new UsageError(
-      "ASP_CLI_BAD_INPUT",
-      `policy ${path} is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
-      {
-        data: { path, errors: r.errors },
-      },
-    );
-  }
-  return r.value;
+  return loadPolicy(resolve(cwd, path)).document as Policy;
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -56,7 +42,7 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
       const k = writeKeyPair(resolve(ctx.io.cwd, options.out));
       ctx.print(
         [
-          `key ${k.keyId}`,
+          `key ${inert(k.keyId)}`,
           `  secret key  ${k.secretKeyPath} (mode 0600: keep it private, never commit it)`,
           `  public key  ${k.publicKeyPath} (give it to hosts as a trust root)`,
         ].join("\n"),
@@ -73,10 +59,10 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
       const r = signPlugin(resolve(ctx.io.cwd, dir), resolve(ctx.io.cwd, options.key));
       ctx.print(
         [
-          `signed ${r.id}@${r.version}`,
-          `  digest     ${r.digest}`,
-          `  key        ${r.keyId}`,
-          `  signature  ${r.path}`,
+          `signed ${inert(r.id)}@${inert(r.version)}`,
+          `  digest     ${inert(r.digest)}`,
+          `  key        ${inert(r.keyId)}`,
+          `  signature  ${inert(r.path)}`,
         ].join("\n"),
         { id: r.id, version: r.version, digest: r.digest, keyId: r.keyId, signaturePath: r.path },
       );
@@ -92,7 +78,7 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
       const grant = { id: manifest.id, digest: d.digest, capabilities: manifest.capabilities };
       ctx.print(
         [
-          `${manifest.id}@${manifest.version} ${d.digest} (${d.files} files)`,
+          `${inert(manifest.id)}@${inert(manifest.version)} ${inert(d.digest)} (${d.files} files)`,
           "",
           "policy grant (add to the trusted policy's plugins[]):",
           JSON.stringify(grant, null, 2),
@@ -106,7 +92,10 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
     .description("verify a plugin as the host loads it: signature, trust, revocation, expiry, digest, grant")
     .argument("<dir>", "the plugin folder")
     .requiredOption("--trust <pub>", "a trusted public key or trust file (repeatable)", collect)
-    .option("--policy <file>", "trusted policy whose plugins[] grant is checked")
+    .option(
+      "--policy <file>",
+      "trusted policy whose plugins[] grant is checked (validated exactly as the host loads it)",
+    )
     .action((dir: string, options: { trust: string[]; policy?: string }) => {
       const trustRoots = readTrustRoots(options.trust.map((t) => resolve(ctx.io.cwd, t)));
       const policy = options.policy === undefined ? null : readPolicy(ctx.io.cwd, options.policy);
@@ -116,10 +105,10 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
         const e = v.evidence;
         ctx.print(
           [
-            `OK ${v.manifest.id}@${v.manifest.version} (${v.manifest.kind})`,
-            `  identity   verified (key ${e.keyId})`,
-            `  integrity  verified (${e.digest})`,
-            `  grant      ${e.authorityGrant === "verified" ? `verified (${e.capabilities.join(", ")})` : "not checked (no --policy)"}`,
+            `OK ${inert(v.manifest.id)}@${inert(v.manifest.version)} (${inert(v.manifest.kind)})`,
+            `  identity   verified (key ${inert(e.keyId)})`,
+            `  integrity  verified (${inert(e.digest)})`,
+            `  grant      ${e.authorityGrant === "verified" ? `verified (${e.capabilities.map(inert).join(", ")})` : "not checked (no --policy)"}`,
           ].join("\n"),
           {
             ok: true,
@@ -134,7 +123,7 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
         const code = (error as { code?: unknown }).code;
         if (typeof code !== "string" || !REFUSALS.has(code)) throw error;
         const message = (error as Error).message;
-        ctx.print(`REFUSED ${dir}: ${code}: ${message}`, { ok: false, dir: abs, code, message });
+        ctx.print(`REFUSED ${inert(dir)}: ${inert(code)}: ${inert(message)}`, { ok: false, dir: abs, code, message });
         ctx.setExit(EXIT.deny);
       }
     });

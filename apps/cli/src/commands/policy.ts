@@ -16,6 +16,7 @@ import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
+import { inert as t } from "../terminal.js";
 
 function readText(cwd: string, file: string): string {
   try {
@@ -45,8 +46,8 @@ function load(ctx: CliContext, file: string): ActivePolicy {
   if (result.ok) return result.policy;
   const first = result.problems[0];
   if (!ctx.json()) {
-    ctx.io.stderr(`${file}: ${result.problems.length} problem${result.problems.length > 1 ? "s" : ""}\n`);
-    for (const p of result.problems) ctx.io.stderr(`  ${p.pointer || "/"}  ${p.code}  ${p.message}\n`);
+    ctx.io.stderr(`${t(file)}: ${result.problems.length} problem${result.problems.length > 1 ? "s" : ""}\n`);
+    for (const p of result.problems) ctx.io.stderr(`  ${t(p.pointer || "/")}  ${t(p.code)}  ${t(p.message)}\n`);
   }
   throw new PolicyError(
     first?.code ?? "ASP_POLICY_INVALID_VALUE",
@@ -94,29 +95,37 @@ function validateReport(file: string, policy: ActivePolicy): PolicyValidateRepor
 }
 
 function formatValidate(r: PolicyValidateReport): string {
-  const lines = [`${r.path}: valid ${r.apiVersion}`, `digest       ${r.digest}`];
+  const lines = [`${t(r.path)}: valid ${t(r.apiVersion)}`, `digest       ${t(r.digest)}`];
   for (const site of CALL_SITES) {
     const ids = r.requirements[site] ?? [];
     lines.push(
-      `${site.padEnd(12)} requires ${ids.length === 0 ? "nothing" : ids.join(", ")}; assurance ${r.assurance[site]}`,
+      `${site.padEnd(12)} requires ${ids.length === 0 ? "nothing" : ids.map(t).join(", ")}; assurance ${t(r.assurance[site] ?? "")}`,
     );
   }
   lines.push(`providers    ${r.providers} pinned, ${r.grants.length} grant${r.grants.length === 1 ? "" : "s"}`);
-  for (const g of r.grants) lines.push(`  ${g.provider}@${g.version} -> ${g.requirement} at ${g.callSites.join(", ")}`);
+  for (const g of r.grants)
+    lines.push(`  ${t(g.provider)}@${t(g.version)} -> ${t(g.requirement)} at ${g.callSites.map(t).join(", ")}`);
   if (r.grants.length === 0) lines.push("  no grants: no provider can satisfy a required gate (indeterminate)");
   return lines.join("\n");
 }
 
 function formatDiff(baseFile: string, candidateFile: string, r: PolicyChangeAssessment): string {
-  const lines = [`base       ${r.base}  ${baseFile}`, `candidate  ${r.candidate}  ${candidateFile}  (pending)`, ""];
+  // The candidate policy is the change's own file: every field it controls is made inert.
+  const lines = [
+    `base       ${t(r.base)}  ${t(baseFile)}`,
+    `candidate  ${t(r.candidate)}  ${t(candidateFile)}  (pending)`,
+    "",
+  ];
   if (r.attempts.length === 0) lines.push("self-authorization attempts: none");
   else {
     lines.push(`self-authorization attempts (${r.attempts.length}):`);
-    for (const a of r.attempts) lines.push(`  ${a.kind.padEnd(28)} ${a.document} ${a.pointer}  ${a.detail}`);
+    for (const a of r.attempts)
+      lines.push(`  ${t(a.kind).padEnd(28)} ${t(a.document)} ${t(a.pointer)}  ${t(a.detail)}`);
   }
   const other = r.changes.filter((c) => !c.selfAuthorization);
   lines.push("", other.length === 0 ? "other changes: none" : `other changes (${other.length}):`);
-  for (const c of other) lines.push(`  ${c.change.padEnd(8)} ${c.section} ${c.key}  (${c.document} ${c.pointer})`);
+  for (const c of other)
+    lines.push(`  ${t(c.change).padEnd(8)} ${t(c.section)} ${t(c.key)}  (${t(c.document)} ${t(c.pointer)})`);
   lines.push(
     "",
     r.selfAuthorizing
@@ -143,7 +152,7 @@ export function registerPolicy(program: Command, ctx: CliContext): void {
     .argument("<file>", "policy JSON file")
     .action((file: string) => {
       const active = load(ctx, file);
-      ctx.print(`${active.digest}  ${file}`, { path: file, digest: active.digest });
+      ctx.print(`${t(active.digest)}  ${t(file)}`, { path: file, digest: active.digest });
     });
   policy
     .command("diff")

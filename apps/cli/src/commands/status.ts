@@ -1,78 +1,139 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { type HostStatus, SCHEMA_NAMES, validate } from "@asp/contracts";
+import { type HostStatus, isAspError, SCHEMA_NAMES } from "@asp/contracts";
+import { HOST_INFO, type HostConfig, loadPolicy, type ProviderSet, readHealthStatus, THS_TOKENS } from "@asp/ths";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
-import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
-import { DEFAULT_HOST_CONFIG, hostFromConfig, readHostConfig } from "./host.js";
+import { findHostConfig } from "../host-config.js";
+import { inert } from "../terminal.js";
+import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
+
+/** One problem that makes the trusted policy unusable, with its stable code. */
+export interface PolicyProblemReport {
+  readonly code: string;
+  readonly pointer: string;
+  readonly message: string;
+}
 
 /** What `asp status --json` prints. */
 export interface StatusReport {
   readonly cli: { readonly version: string; readonly node: string; readonly platform: string };
   readonly contracts: { readonly schemas: number };
   readonly policy:
-    | { readonly path: string; readonly valid: true; readonly apiVersion: string }
-    | {
-        readonly path: string;
-        readonly valid: false;
-        readonly errors: ReadonlyArray<{ pointer: string; message: string }>;
-      }
+    | { readonly path: string; readonly valid: true; readonly apiVersion: string; readonly digest: string }
+    | { readonly path: string; readonly valid: false; readonly errors: readonly PolicyProblemReport[] }
     | null;
   readonly store: { readonly path: string; readonly exists: boolean };
   readonly host:
     | { readonly composed: false; readonly note: string }
-    | { readonly composed: true; readonly config: string; readonly status: HostStatus };
+    | {
+        readonly composed: true;
+        /** The host configuration file used. */
+        readonly config: string;
+        /** Per-provider health from the store; no provider is launched to produce it. */
+        readonly status: HostStatus;
+      };
 }
 
-function readPolicy(path: string): StatusReport["policy"] {
-  let raw: unknown;
+/**
+ * The policy file validated exactly as the host loads it (`loadPolicy` of `@asp/ths`: schema,
+ * gate floor, pins, launch-instruction scan), so `status` never calls valid what the host refuses.
+ */
+function readPolicy(path: string): NonNullable<StatusReport["policy"]> {
   try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
+    const policy = loadPolicy(path);
+    return { path, valid: true, apiVersion: policy.document.apiVersion, digest: policy.digest };
   } catch (error) {
-    throw new UsageError("ASP_CLI_BAD_INPUT", `cannot read policy ${path} as JSON: ${(error as Error).message}`, {
-      cause: error,
-      data: { path },
-    });
+    if (!isAspError(error) || error.category !== "input") throw error;
+    const listed = Array.isArray(error.data?.errors) ? (error.data.errors as Array<Partial<PolicyProblemReport>>) : [];
+    const errors = listed.map((e) => ({
+      code: typeof e.code === "string" ? e.code : error.code,
+      pointer: typeof e.pointer === "string" ? e.pointer : "",
+      message: typeof e.message === "string" ? e.message : error.message,
+    }));
+    return {
+      path,
+      valid: false,
+      errors: errors.length > 0 ? errors : [{ code: error.code, pointer: "", message: error.message }],
+    };
   }
-  const result = validate("policy", raw);
-  if (result.ok) return { path, valid: true, apiVersion: result.value.apiVersion };
-  return { path, valid: false, errors: result.errors };
 }
 
-/** `asp status`: what this installation is and whether its trusted inputs parse. */
+/**
+ * Provider health as the store recorded it (host §8), read without launching any provider: the
+ * host is composed (policy loaded as the host loads it, plugins verified) but never warmed.
+ * A store that does not exist yet is not created: every figure is then zero.
+ */
+async function storedStatus(ctx: CliContext, config: HostConfig): Promise<HostStatus> {
+  const composed = await hostFromConfig(ctx, config, {
+    warm: false,
+    ...(existsSync(config.store) ? {} : { store: "memory:" }),
+  });
+  try {
+    return await readHealthStatus({
+      log: composed.store.log,
+      providers: composed.container.resolve<ProviderSet>(THS_TOKENS.Providers).providers.map((p) => p.manifest),
+      hostVersion: HOST_INFO.version,
+      policyDigest: composed.policy.digest,
+      now: new Date(),
+    });
+  } finally {
+    await composed.close();
+  }
+}
+
+function providerLine(p: HostStatus["providers"][number]): string {
+  const families = Object.entries(p.families)
+    .map(([f, s]) => `${f} ${s}`)
+    .join(", ");
+  const outcomes =
+    p.outcomes === undefined
+      ? ""
+      : `; runs ${Object.entries(p.outcomes)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(", ")}`;
+  const quarantined = p.health.quarantined ? ", QUARANTINED" : "";
+  return (
+    `  ${inert(p.id)}@${inert(p.version)}: ${p.state}; ${families}; ${p.health.consecutiveFailures} consecutive failures${quarantined}` +
+    `${outcomes}; restarts ${p.health.restarts}, timeouts ${p.timeouts}; p50 ${p.latency.p50Ms ?? "-"} ms, p95 ${p.latency.p95Ms ?? "-"} ms`
+  );
+}
+
+/** `asp status`: what this installation is, whether its trusted policy loads, and provider health from the store. */
 export function registerStatus(program: Command, ctx: CliContext): void {
   program
     .command("status")
-    .description("show the toolkit version, schemas, trusted policy and store status")
-    .option("--policy <path>", "trusted policy file to validate", "asp.policy.json")
-    .option("--store <path>", "durable store directory", ".asp")
-    .option(
-      "--config <path>",
-      `trusted host configuration: compose the host and show provider status (default ${DEFAULT_HOST_CONFIG} when present)`,
+    .description(
+      "show the toolkit version, schemas, trusted policy, store and per-provider health (never launches a provider)",
     )
+    .option("--policy <path>", "trusted policy file to validate when there is no host configuration", "asp.policy.json")
+    .option("--store <path>", "durable store directory when there is no host configuration", ".asp")
+    .option("--config <path>", `${CONFIG_OPTION_HELP}: show per-provider health from the store when one is found`)
     .action(async (options: { policy: string; store: string; config?: string }) => {
-      const configPath = resolve(ctx.io.cwd, options.config ?? DEFAULT_HOST_CONFIG);
-      const useHost = options.config !== undefined || existsSync(configPath);
-      const config = useHost ? readHostConfig(ctx, configPath) : null;
+      const configPath = findHostConfig(ctx, options.config)?.path ?? null;
+      const config = configPath === null ? null : readHostConfig(ctx, configPath);
       const policyPath = config?.policy ?? resolve(ctx.io.cwd, options.policy);
       const storePath = config?.store ?? resolve(ctx.io.cwd, options.store);
+      const policy = existsSync(policyPath) ? readPolicy(policyPath) : null;
       let host: StatusReport["host"] = {
         composed: false,
-        note: `no host configuration (${DEFAULT_HOST_CONFIG} or --config): providers are not shown`,
+        note: "no host configuration (--config, ASP_HOST_CONFIG, ~/.config/asp/host.json, /etc/asp/host.json): provider health is not shown",
       };
-      if (config !== null) {
-        const composed = await hostFromConfig(ctx, config);
-        try {
-          host = { composed: true, config: configPath, status: composed.status() };
-        } finally {
-          await composed.close();
-        }
+      if (config !== null && configPath !== null) {
+        host =
+          policy?.valid === true
+            ? {
+                composed: true,
+                config: configPath,
+                status: await storedStatus(ctx, config),
+              }
+            : { composed: false, note: "the trusted policy is missing or does not load: provider health is not shown" };
       }
       const report: StatusReport = {
         cli: { version: cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}` },
         contracts: { schemas: SCHEMA_NAMES.length },
-        policy: existsSync(policyPath) ? readPolicy(policyPath) : null,
+        policy,
         store: { path: storePath, exists: existsSync(storePath) },
         host,
       };
@@ -82,20 +143,13 @@ export function registerStatus(program: Command, ctx: CliContext): void {
         report.policy === null
           ? `policy:    none at ${policyPath}`
           : report.policy.valid
-            ? `policy:    ${report.policy.path} valid (${report.policy.apiVersion})`
-            : `policy:    ${report.policy.path} INVALID\n${report.policy.errors.map((e) => `  ${e.pointer || "/"}: ${e.message}`).join("\n")}`,
+            ? `policy:    ${report.policy.path} valid (${report.policy.apiVersion}) ${report.policy.digest}`
+            : `policy:    ${report.policy.path} INVALID\n${report.policy.errors.map((e) => `  ${e.code} ${inert(e.pointer || "/")}: ${inert(e.message)}`).join("\n")}`,
         `store:     ${report.store.path} ${report.store.exists ? "present" : "not created yet"}`,
         ...(report.host.composed
           ? [
-              `host:      ${report.host.status.hostVersion} (${report.host.config}), ${report.host.status.providers.length} providers`,
-              ...report.host.status.providers.map(
-                (p) =>
-                  `  ${p.id}@${p.version}: ${p.state}; ${Object.entries(p.families)
-                    .map(([f, s]) => `${f} ${s}`)
-                    .join(
-                      ", ",
-                    )}; restarts ${p.health.restarts}, timeouts ${p.timeouts}${p.health.quarantined ? ", QUARANTINED" : ""}; p50 ${p.latency.p50Ms ?? "-"} ms, p95 ${p.latency.p95Ms ?? "-"} ms`,
-              ),
+              `host:      ${report.host.status.hostVersion}, ${report.host.status.providers.length} providers (health from the store; none launched)`,
+              ...report.host.status.providers.map(providerLine),
             ]
           : [`host:      ${report.host.note}`]),
       ];

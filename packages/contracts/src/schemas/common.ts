@@ -49,6 +49,12 @@ export const SemVer = Type.String({
   pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-[0-9A-Za-z.-]+)?(?:\\+[0-9A-Za-z.-]+)?$",
 });
 
+/**
+ * An npm-style semver range (`0.1.0`, `^0.1.0`, `>=0.1.0 <0.3.0`, `0.1.x || 0.2.x`). The pattern
+ * only bounds the alphabet; `@asp/policy` checks the grammar with the `semver` package.
+ */
+export const SemVerRange = Type.String({ minLength: 1, maxLength: 256, pattern: "^[0-9A-Za-z.+*^~<>=| -]+$" });
+
 /** Normalized relative POSIX path: no leading `/`, no `.`/`..` segments, no empty segments, no backslash. */
 export const RelPath = Type.String({
   minLength: 1,

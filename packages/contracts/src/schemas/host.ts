@@ -10,6 +10,7 @@ import {
   PERMISSION_OUTCOMES,
   PLUGIN_CAPABILITIES,
   PLUGIN_KINDS,
+  PROVIDER_RUN_OUTCOMES,
   PROVIDER_STATES,
 } from "../vocabularies.js";
 import {
@@ -34,6 +35,7 @@ import {
   RelPath,
   requires,
   SemVer,
+  SemVerRange,
   SeverityT,
   StringEnum,
   Timestamp,
@@ -307,6 +309,9 @@ export const ProviderManifestSchema = Type.Object(
     executable: AbsPath,
     args: Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 }),
     cwd: AbsPath,
+    // The folder holding the provider's code: the host measures its tree digest (the plugin
+    // digest) before each launch and honours grants only when it equals `digest`.
+    root: Type.Optional(AbsPath),
     capabilities: Type.Array(CapabilityFamilyT, { minItems: 1, uniqueItems: true }),
     diagnosticSources: Type.Array(DiagnosticSource, { uniqueItems: true }),
     protocolVersion: Type.String({ pattern: "^\\d+\\.\\d+$" }),
@@ -426,7 +431,9 @@ export const PolicySchema = Type.Object(
       Type.Object(
         {
           implementation: Id,
-          version: Type.Optional(SemVer),
+          // A semver range the running host's version must satisfy (an exact version is a range).
+          version: Type.Optional(SemVerRange),
+          // This host cannot measure its own artifact: a policy that pins a digest is never satisfied.
           digest: Type.Optional(Digest),
         },
         {
@@ -481,6 +488,10 @@ const ProviderStatus = Type.Object(
     ),
     timeouts: Type.Integer({ minimum: 0 }),
     coverage: Type.Object({ ran: Type.Integer({ minimum: 0 }), degraded: Type.Integer({ minimum: 0 }) }, Closed),
+    // host §2: error, unsupported and incomplete stay distinct in metrics; `ran` counts only `complete`.
+    outcomes: Type.Optional(
+      Type.Object(Object.fromEntries(PROVIDER_RUN_OUTCOMES.map((o) => [o, Type.Integer({ minimum: 0 })])), Closed),
+    ),
   },
   Closed,
 );

@@ -1,11 +1,12 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import type { Policy, ProviderManifest } from "@asp/contracts";
-import { blobDigest, type FactLog, TOKENS } from "@asp/evidence";
+import { type FactLog, TOKENS } from "@asp/evidence";
+import { digestPlugin } from "@asp/plugin-host";
 import { composeHost } from "@asp/ths";
 import {
   createMessageConnection,
@@ -22,14 +23,17 @@ const SCRIPT = join(FIXTURES, "fake-honest-ts.mjs");
 const PROVIDERS = 3;
 
 function manifests(): ProviderManifest[] {
-  const digest = blobDigest(readFileSync(SCRIPT));
+  // The host grants only over a measured root: the fixtures folder, pinned to its plugin digest.
+  const root = FIXTURES.replace(/\/$/, "");
+  const digest = digestPlugin(root).digest;
   return Array.from({ length: PROVIDERS }, (_, i) => ({
     id: `bench-${i}`,
     version: "1.0.0",
     digest,
     executable: process.execPath,
     args: [SCRIPT, "--id", `bench-${i}`, "--source", `s${i}`],
-    cwd: FIXTURES.replace(/\/$/, ""),
+    cwd: root,
+    root,
     capabilities: ["check"],
     diagnosticSources: [`s${i}`],
     protocolVersion: "1.0",
