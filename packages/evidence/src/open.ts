@@ -330,6 +330,9 @@ async function openReadOnly(dir: string, options: OpenStoreOptions, seams: Store
   const cleanup = () => rm(snap, { recursive: true, force: true });
   try {
     const { anchor } = await copyStoreFiles(location, snap, { mode: "link" });
+    // As a writable open does, name damage level would drop before it opens (the copy).
+    const wal = await walDamage(snap, anchor.state === "ok" ? anchor.record.seq : 0);
+    if (wal.kind === "damaged") throw corrupt(location, wal.reason);
     const kv = await openLevelKv(snap, { create: false, waitMs: 0, label: location });
     return await assembleLevel(kv, options, {
       location,

@@ -63,7 +63,7 @@ describe("salvageStore", () => {
       open.push(store);
       expect(store.id).toBe(result.storeId);
       expect(store.id).not.toBe(id);
-      expect(await store.log.verify({ expectHead: heads ?? (undefined as never) })).toMatchObject({
+      expect(await store.log.verify({ expectHead: heads as FactLogHead })).toMatchObject({
         ok: true,
         entries: 6,
       });
