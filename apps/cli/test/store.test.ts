@@ -2,42 +2,16 @@ import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ProviderManifest } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { BIN, fixtureManifest, runInProcess } from "./helpers.js";
+import { BIN, fixtureManifest, runInProcess, hostConfig as sharedHostConfig } from "./helpers.js";
 
 // Issue 19: durable evidence. Loss is detected, never silent; one store under concurrent use.
 
 const honest = fixtureManifest("fake-honest-ts", "ts");
 
-/** A temp folder with a host config (own store at `store/`) over `providers`, granted everywhere. */
-function hostConfig(providers: ProviderManifest[] = [honest]): { dir: string; config: string; store: string } {
-  const dir = mkdtempSync(join(tmpdir(), "asp-cli-store-"));
-  const sites = ["interactive", "gate", "sweep"] as const;
-  const policy = {
-    apiVersion: "asp.policy/v1",
-    requirements: providers.map((m) => ({
-      id: `req-${m.id}`,
-      capability: "check",
-      sources: m.diagnosticSources,
-      callSites: sites,
-    })),
-    providers: providers.map((m) => ({ id: m.id, version: m.version, digest: m.digest })),
-    grants: providers.map((m) => ({
-      provider: m.id,
-      version: m.version,
-      digest: m.digest,
-      requirement: `req-${m.id}`,
-      callSites: sites,
-    })),
-    budgets: { timeoutMs: { interactive: 20000, gate: 20000, sweep: 20000 } },
-  };
-  writeFileSync(join(dir, "policy.json"), JSON.stringify(policy));
-  const config = join(dir, "asp.host.json");
-  writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers }));
-  return { dir, config, store: join(dir, "store") };
-}
+/** A host config over the honest fixture provider, with budgets that allow for a busy machine. */
+const hostConfig = (): ReturnType<typeof sharedHostConfig> => sharedHostConfig([honest], 20_000);
 
 function repo(): string {
   const dir = mkdtempSync(join(tmpdir(), "asp-cli-store-repo-"));

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
-import { type FileHandle, open as openFile, readFile, rename, rm } from "node:fs/promises";
+import { type FileHandle, open as openFile, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { replaceFile } from "./durable.js";
 import { EvidenceError } from "./errors.js";
 import { type Digest, isDigest } from "./hash.js";
 
@@ -122,31 +123,13 @@ export async function readAnchor(dir: string): Promise<AnchorRead> {
   return parseAnchor(bytes);
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await openFile(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /**
  * Write a fresh anchor file naming `record` in both slots: a temp file, fsync, atomic rename,
  * directory fsync. Used at creation, migration and repair (never on the append path).
  */
 export async function writeAnchorFile(dir: string, record: AnchorRecord): Promise<void> {
-  const tmp = join(dir, `${ANCHOR_FILE}.tmp`);
   const slot = encodeSlot(record);
-  const fh = await openFile(tmp, "w");
-  try {
-    await fh.writeFile(Buffer.concat([slot, slot]));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, ANCHOR_FILE));
-  await syncDir(dir);
+  await replaceFile(dir, ANCHOR_FILE, Buffer.concat([slot, slot]));
 }
 
 /** Remove a temp file a crash left behind (harmless when absent). */

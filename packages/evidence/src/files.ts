@@ -1,20 +1,11 @@
-import {
-  copyFile,
-  link,
-  mkdir,
-  mkdtemp,
-  open as openFile,
-  readdir,
-  readFile,
-  rm,
-  stat,
-  writeFile,
-} from "node:fs/promises";
+import { copyFile, link, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { ANCHOR_FILE, type AnchorRead, parseAnchor } from "./anchor.js";
+import { fsyncPath } from "./durable.js";
 import { EvidenceError } from "./errors.js";
 import { LEVEL_DATA, MARKER_FILE } from "./layout.js";
+import { alive } from "./lock.js";
 
 /**
  * A point-in-time copy of a store's files, taken without its lock while a writer may run.
@@ -60,15 +51,6 @@ async function dirState(dir: string): Promise<DirState> {
 
 const same = (a: DirState, b: DirState): boolean =>
   a.names === b.names && a.current === b.current && a.manifests === b.manifests;
-
-async function fsyncPath(path: string): Promise<void> {
-  const fh = await openFile(path, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
 
 /** How the files reach the copy: hard links for tables (falling back to copies), or copies only. */
 export type CopyMode = "link" | "copy";
@@ -162,15 +144,6 @@ function ioError(path: string, what: string, cause: unknown): EvidenceError {
 }
 
 const SNAPSHOT = ".snapshot-";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /**
  * A private directory for a snapshot of the store at `location`: beside it (same filesystem, so

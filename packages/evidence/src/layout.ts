@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, open as openFile, readdir, readFile, rename } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ANCHOR_FILE, type AnchorRead, corrupt, readAnchor, removeAnchorTemp, writeAnchorFile } from "./anchor.js";
+import { replaceFile } from "./durable.js";
 import { EvidenceError } from "./errors.js";
 
 /**
@@ -44,28 +45,10 @@ async function dirEntries(dir: string): Promise<string[] | undefined> {
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await openFile(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Write the marker (atomically: temp, fsync, rename, directory fsync). */
 export async function writeMarker(dir: string, version = STORE_VERSION): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `${MARKER_FILE}.tmp`);
-  const fh = await openFile(tmp, "w");
-  try {
-    await fh.writeFile(`${JSON.stringify({ format: STORE_FORMAT, version })}\n`);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, MARKER_FILE));
-  await syncDir(dir);
+  await replaceFile(dir, MARKER_FILE, `${JSON.stringify({ format: STORE_FORMAT, version })}\n`);
 }
 
 /** Read and check the marker; returns its version. */

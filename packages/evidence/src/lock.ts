@@ -23,7 +23,8 @@ export interface WaitProgress {
 /** The default bound on waiting for a store another process holds (ms). */
 export const DEFAULT_WAIT_MS = 30_000;
 
-function alive(pid: number): boolean {
+/** True when a process with this pid exists (it may belong to another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, open as openFile, rename, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import {
   type Anchor,
@@ -12,6 +12,7 @@ import {
   writeAnchorFile,
 } from "./anchor.js";
 import { canonicalize, parseCanonical } from "./canonical.js";
+import { fsyncPath } from "./durable.js";
 import { EvidenceError } from "./errors.js";
 import { createKvFactLog, proveLog, readHead } from "./fact-log.js";
 import { copyStoreFiles, makeSnapshotDir } from "./files.js";
@@ -202,15 +203,6 @@ async function assembleLevel(rawKv: Kv, options: StoreOptions, ctx: AssembleCont
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await openFile(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /**
  * Create a new store at `location` atomically: marker, anchor (seq 0) and database with its
  * format record are made in a sibling temp directory, which is then renamed onto `location`
@@ -233,7 +225,7 @@ async function createStoreDir(location: string, clock: Clock): Promise<void> {
     }
     try {
       await rename(tmp, location);
-      await syncDir(parent);
+      await fsyncPath(parent);
       return;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

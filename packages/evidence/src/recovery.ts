@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, open as openFile, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { ANCHOR_FILE, type AnchorRecord, writeAnchorFile } from "./anchor.js";
 import { canonicalize, parseCanonical } from "./canonical.js";
+import { fsyncPath } from "./durable.js";
 import { EvidenceError } from "./errors.js";
 import { chainEntry, decodeEntry, headOp, indexOps, prepareFact, readHead, seqKey } from "./fact-log.js";
 import { copyStoreFiles, makeSnapshotDir } from "./files.js";
@@ -509,12 +510,7 @@ export async function publishDir(tmp: string, target: string): Promise<void> {
     }
     throw error;
   }
-  const fh = await openFile(dirname(target), "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+  await fsyncPath(dirname(target));
 }
 
 /** A sibling temp directory of `target` (same filesystem, so it can be renamed onto it). */

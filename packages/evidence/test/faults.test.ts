@@ -27,7 +27,7 @@ import {
   truncateFile,
 } from "./helpers/damage.js";
 import { fakeClock } from "./helpers/stores.js";
-import { ensureBuilt, tempDir } from "./helpers/tmp.js";
+import { ensureBuilt, parseAcks, tempDir } from "./helpers/tmp.js";
 
 // The corruption fault suite (issue 19, item 3; THREAT-MODEL invariant 8): damage to each kind
 // of file of a real level store ends either with every acknowledged entry intact and verified,
@@ -372,12 +372,7 @@ function runChild(args: readonly string[], killOn?: string, shell?: string): Pro
         return;
       }
       const lines = out.split("\n").slice(0, -1);
-      const acks = lines
-        .filter((l) => l.startsWith("ack "))
-        .map((l) => {
-          const [, seq, digest] = l.split(" ");
-          return { seq: Number(seq), digest: digest as Digest };
-        });
+      const acks = parseAcks(out).map(({ seq, digest }) => ({ seq, digest: digest as Digest }));
       resolve({ acks, lines });
     });
   });
