@@ -22,7 +22,7 @@ import { finishUnborn, inspectDir, STORE_FORMAT, STORE_VERSION, writeMarker } fr
 import { DEFAULT_WAIT_MS, removeHolder, writeHolder } from "./lock.js";
 import { createKvObjectStore } from "./object-store.js";
 import type { Clock, OpenStoreOptions, Store, StoreOptions } from "./store.js";
-import { walDamage } from "./wal.js";
+import { walDamage, walSignature } from "./wal.js";
 
 const systemClock: Clock = { now: () => new Date() };
 
@@ -243,26 +243,35 @@ async function createStoreDir(location: string, clock: Clock): Promise<void> {
 /**
  * The checks that must see the files before level does: a missing or unreadable anchor, and a
  * write-ahead log record level would drop that holds an acknowledged entry (see `walDamage`).
+ * Runs before every open attempt while waiting for a held store, so a log state that passed
+ * (the same files, sizes and times, the same anchored seq) is not read again.
  */
-async function refuseBeforeLevel(location: string, markerVersion: number): Promise<void> {
-  const anchor = await readAnchor(location);
-  const untouched = { untouched: true };
-  if (anchor.state === "damaged") throw corrupt(location, anchor.reason, untouched);
-  if (anchor.state === "missing" && markerVersion >= STORE_VERSION)
-    throw corrupt(location, "the anchor file ASP-EVIDENCE-HEAD is missing", untouched);
-  const wal = await walDamage(location, anchor.state === "ok" ? anchor.record.seq : 0);
-  if (wal.kind === "damaged") throw corrupt(location, wal.reason, untouched);
-  if (wal.kind === "unreadable-tail") {
-    // Rare (after a crash, or damage): prove a private snapshot reaches the anchor first.
-    try {
-      const probe = await openReadOnly(location, {}, {});
-      await probe.close();
-    } catch (error) {
-      const e = error as EvidenceError;
-      if (e.code !== "ASP_EVIDENCE_STORE_CORRUPT") throw error;
-      throw corrupt(location, `${String(e.data?.reason ?? e.message)} (${wal.reason})`, untouched);
+function refuseBeforeLevel(location: string, markerVersion: number): () => Promise<void> {
+  let passed: string | undefined;
+  return async () => {
+    const anchor = await readAnchor(location);
+    const untouched = { untouched: true };
+    if (anchor.state === "damaged") throw corrupt(location, anchor.reason, untouched);
+    if (anchor.state === "missing" && markerVersion >= STORE_VERSION)
+      throw corrupt(location, "the anchor file ASP-EVIDENCE-HEAD is missing", untouched);
+    const anchoredSeq = anchor.state === "ok" ? anchor.record.seq : 0;
+    const signature = `${anchoredSeq} ${await walSignature(location)}`;
+    if (signature === passed) return;
+    const wal = await walDamage(location, anchoredSeq);
+    if (wal.kind === "damaged") throw corrupt(location, wal.reason, untouched);
+    if (wal.kind === "unreadable-tail") {
+      // Rare (after a crash, or damage): prove a private snapshot reaches the anchor first.
+      try {
+        const probe = await openReadOnly(location, {}, {});
+        await probe.close();
+      } catch (error) {
+        const e = error as EvidenceError;
+        if (e.code !== "ASP_EVIDENCE_STORE_CORRUPT") throw error;
+        throw corrupt(location, `${String(e.data?.reason ?? e.message)} (${wal.reason})`, untouched);
+      }
     }
-  }
+    passed = signature;
+  };
 }
 
 async function openWritable(dir: string, options: OpenStoreOptions, seams: StoreSeams): Promise<Store> {
@@ -286,7 +295,7 @@ async function openWritable(dir: string, options: OpenStoreOptions, seams: Store
     onWait: options.onWait,
     // Level's recovery drops what it cannot read and deletes the log it read it from: refuse
     // damage it would drop before it runs, so the damaged store stays exactly as it was.
-    beforeAttempt: () => refuseBeforeLevel(location, markerVersion),
+    beforeAttempt: refuseBeforeLevel(location, markerVersion),
   });
   try {
     await writeHolder(location);

@@ -1,4 +1,4 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
@@ -169,6 +169,20 @@ export function logSeqs(payload: Buffer): number[] {
 /** Log files of a level directory, oldest first. */
 export async function walFiles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((n) => WAL_FILE.test(n)).sort();
+}
+
+/** Names, sizes and modification times of a directory's log files: equal means nothing to re-read. */
+export async function walSignature(dir: string): Promise<string> {
+  const parts: string[] = [];
+  for (const name of await walFiles(dir)) {
+    try {
+      const st = await stat(join(dir, name));
+      parts.push(`${name}:${st.size}:${st.mtimeMs}`);
+    } catch {
+      parts.push(`${name}:gone`);
+    }
+  }
+  return parts.join(",");
 }
 
 const seqSpan = (seqs: number[]): string =>
