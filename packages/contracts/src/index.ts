@@ -112,6 +112,20 @@ export {
   ReadTreeParamsSchema,
   ReadTreeResultSchema,
 } from "./schemas/protocol.js";
+export type {
+  HostConfigFile,
+  PluginPublicKeyFile,
+  PluginSignatureFile,
+  PluginTrustFile,
+  SignatureAlgorithm,
+} from "./schemas/trust.js";
+export {
+  HostConfigSchema,
+  PluginPublicKeySchema,
+  PluginSignatureSchema,
+  PluginTrustSchema,
+  SIGNATURE_ALGORITHMS,
+} from "./schemas/trust.js";
 export type { ValidationError, ValidationResult } from "./validate.js";
 export { assertValid, MAX_REPORTED_ERRORS, validate, validateAssessment, validateEditPlan } from "./validate.js";
 export type {
