@@ -99,6 +99,16 @@ describe("satisfiesNodeRange", () => {
     ["v20.19.0", "~20.18.0", false],
     ["v20.19.0", "*", true],
     ["v20.19.0", "latest", false],
+    // ^0.0.3 is >=0.0.3 <0.0.4: the hand-rolled check let 0.0.5 through.
+    ["0.0.5", "^0.0.3", false],
+    ["0.0.3", "^0.0.3", true],
+    ["0.0.9", "^0.0.x", true],
+    ["0.1.0", "^0.0.x", false],
+    // A prerelease sorts before its release: the hand-rolled check dropped the tag.
+    ["v20.0.0-rc.1", ">=20.0.0", false],
+    ["v20.0.0-rc.1", ">=20.0.0-rc.0", true],
+    ["v23.0.0-nightly20250101abcdef", ">=20", true],
+    ["v20.19.0", ">=20 garbage", false],
   ])("%s satisfies %s: %s", (version, range, expected) => {
     expect(satisfiesNodeRange(version, range)).toBe(expected);
   });
