@@ -1,9 +1,14 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { type SchemaName, type SchemaTypes, validate } from "@asp/contracts";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { errnoOf, PluginError } from "./errors.js";
+import { readRegularFile } from "./read.js";
+
+/** A key or trust file is a few kilobytes (a trust file with a long revocation list, a few MiB). */
+const MAX_TRUST_FILE_BYTES = 8 * 1024 * 1024;
 
 /** `type` of a secret key file (written with mode 0600). */
 export const SECRET_KEY_TYPE = "asp-plugin-secret-key";
@@ -90,7 +95,7 @@ export function readJsonFile(
 ): Record<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, { maxBytes: MAX_TRUST_FILE_BYTES }).toString("utf8");
   } catch (error) {
     throw new PluginError(code, `cannot read ${path}: ${errnoOf(error)}`, { cause: error, data: { path } });
   }
@@ -124,18 +129,36 @@ export function readSecretKey(path: string): KeyPair {
 }
 
 /**
- * Read a public key file (`PATH.pub`).
+ * @internal Validate a parsed trust document against its closed contracts schema, or throw
+ * `code` with every schema error in `data.errors`.
+ */
+export function checkDocument<N extends SchemaName>(
+  name: N,
+  value: unknown,
+  code: "ASP_PLUGIN_BAD_KEY" | "ASP_PLUGIN_BAD_TRUST_ROOT" | "ASP_PLUGIN_BAD_SIGNATURE",
+  source: string,
+): SchemaTypes[N] {
+  const r = validate(name, value);
+  if (r.ok) return r.value;
+  const first = r.errors[0];
+  throw new PluginError(code, `${source} is not a valid ${name}: ${first?.pointer || "/"} ${first?.message ?? ""}`, {
+    data: { file: source, errors: r.errors },
+  });
+}
+
+/**
+ * Read a public key file (`PATH.pub`), validated against the closed `plugin-public-key` schema.
  *
- * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable, not a public key, or its
- *   `keyId` does not match the key.
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable, not a valid public key
+ *   file (unknown fields, an algorithm other than ed25519), or its `keyId` does not match the key.
  */
 export function readPublicKey(path: string): PublicKey {
-  const v = readJsonFile(path, "ASP_PLUGIN_BAD_KEY");
+  const v = checkDocument("plugin-public-key", readJsonFile(path, "ASP_PLUGIN_BAD_KEY"), "ASP_PLUGIN_BAD_KEY", path);
   return publicKeyFrom(v, path);
 }
 
 /** @internal Decode a public key object (from a key file or a trust file's `keys[]`). */
-export function publicKeyFrom(v: Record<string, unknown>, where: string): PublicKey {
+export function publicKeyFrom(v: { readonly publicKey: unknown; readonly keyId?: unknown }, where: string): PublicKey {
   const publicKey = decodeKeyBytes(v.publicKey, 32, `${where}: publicKey`);
   const keyId = keyIdOf(publicKey);
   if (v.keyId !== undefined && v.keyId !== keyId) {
