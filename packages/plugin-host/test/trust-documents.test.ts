@@ -11,10 +11,20 @@ function pubOf(path: string): { type: string; algorithm: string; keyId: string; 
   return JSON.parse(readFileSync(path, "utf8"));
 }
 
+type Sig = { payload: Record<string, unknown> } & Record<string, unknown>;
+
 function writeJson(value: unknown, name = "trust.json"): string {
   const file = join(tempDir("asp-trust-"), name);
   writeFileSync(file, JSON.stringify(value));
   return file;
+}
+
+/** A fresh key, and a trust file listing it once per entry (each merged into an ed25519 key entry). */
+function trustFileFor(entries: Array<Record<string, unknown>>): { pub: string; trust: string } {
+  const k = makeKey();
+  const { publicKey } = pubOf(k.pub);
+  const keys = entries.map((e) => ({ algorithm: "ed25519", publicKey, ...e }));
+  return { pub: k.pub, trust: writeJson({ type: TRUST_FILE_TYPE, keys }) };
 }
 
 describe("trust documents", () => {
@@ -29,12 +39,7 @@ describe("trust documents", () => {
     });
 
     it("refuses an unknown field inside a key entry", () => {
-      const k = makeKey();
-      const { publicKey } = pubOf(k.pub);
-      const trust = writeJson({
-        type: TRUST_FILE_TYPE,
-        keys: [{ algorithm: "ed25519", publicKey, expires: "2020-01-01T00:00:00Z" }],
-      });
+      const { trust } = trustFileFor([{ expires: "2020-01-01T00:00:00Z" }]);
       expect(() => readTrustRoots([trust])).toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
     });
 
@@ -52,26 +57,13 @@ describe("trust documents", () => {
 
   describe("when a key id is listed twice", () => {
     it("refuses it in one trust file (before: the first entry won, expired or not)", () => {
-      const k = makeKey();
-      const { publicKey } = pubOf(k.pub);
-      const trust = writeJson({
-        type: TRUST_FILE_TYPE,
-        keys: [
-          { algorithm: "ed25519", publicKey, expiresAt: "2099-01-01T00:00:00Z" },
-          { algorithm: "ed25519", publicKey, expiresAt: "2000-01-01T00:00:00Z" },
-        ],
-      });
+      const { trust } = trustFileFor([{ expiresAt: "2099-01-01T00:00:00Z" }, { expiresAt: "2000-01-01T00:00:00Z" }]);
       expect(() => readTrustRoots([trust])).toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
     });
 
     it("refuses it across the files read together", () => {
-      const k = makeKey();
-      const { publicKey } = pubOf(k.pub);
-      const trust = writeJson({
-        type: TRUST_FILE_TYPE,
-        keys: [{ algorithm: "ed25519", publicKey, expiresAt: "2000-01-01T00:00:00Z" }],
-      });
-      expect(() => readTrustRoots([k.pub, trust])).toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
+      const { pub, trust } = trustFileFor([{ expiresAt: "2000-01-01T00:00:00Z" }]);
+      expect(() => readTrustRoots([pub, trust])).toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
     });
   });
 
@@ -120,25 +112,21 @@ describe("trust documents", () => {
   });
 
   describe("asp-plugin.sig", () => {
-    it("refuses a signature file with an extra field, even when the signature verifies", () => {
+    it.each([
+      [
+        "an extra top-level field (claims the verifier never checks)",
+        (sig: Sig) => ({ ...sig, capabilities: ["edit"] }),
+      ],
+      [
+        "an extra field in the signed payload",
+        (sig: Sig) => ({ ...sig, payload: { ...sig.payload, kind: "sandbox" } }),
+      ],
+    ])("refuses %s, even though the signature still verifies", (_what, edit) => {
       const k = makeKey();
       const dir = makePlugin("provider");
       signPlugin(dir, k.key);
       const sigPath = join(dir, "asp-plugin.sig");
-      const sig = JSON.parse(readFileSync(sigPath, "utf8"));
-      writeFileSync(sigPath, JSON.stringify({ ...sig, capabilities: ["check", "edit"] }));
-      expect(() => verifyPlugin(dir, { trustRoots: k.roots, policy: grantPolicy([{ dir }]) })).toThrowWithCode(
-        "ASP_PLUGIN_BAD_SIGNATURE",
-      );
-    });
-
-    it("refuses an extra field in the signed payload", () => {
-      const k = makeKey();
-      const dir = makePlugin("provider");
-      signPlugin(dir, k.key);
-      const sigPath = join(dir, "asp-plugin.sig");
-      const sig = JSON.parse(readFileSync(sigPath, "utf8"));
-      writeFileSync(sigPath, JSON.stringify({ ...sig, payload: { ...sig.payload, kind: "sandbox" } }));
+      writeFileSync(sigPath, JSON.stringify(edit(JSON.parse(readFileSync(sigPath, "utf8")))));
       expect(() => verifyPlugin(dir, { trustRoots: k.roots, policy: grantPolicy([{ dir }]) })).toThrowWithCode(
         "ASP_PLUGIN_BAD_SIGNATURE",
       );
