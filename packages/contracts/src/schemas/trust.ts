@@ -44,6 +44,7 @@ export const PluginPublicKeySchema = Type.Object(
   },
   Closed,
 );
+/** A parsed, valid public key file. */
 export type PluginPublicKeyFile = Static<typeof PluginPublicKeySchema>;
 
 /** One trusted key of a trust file. */
@@ -77,6 +78,7 @@ export const PluginTrustSchema = Type.Object(
   },
   Closed,
 );
+/** A parsed, valid trust file. */
 export type PluginTrustFile = Static<typeof PluginTrustSchema>;
 
 /** The detached plugin signature `asp-plugin.sig`. */
@@ -89,6 +91,7 @@ export const PluginSignatureSchema = Type.Object(
   },
   Closed,
 );
+/** A parsed, valid `asp-plugin.sig`. */
 export type PluginSignatureFile = Static<typeof PluginSignatureSchema>;
 
 /** A path in the host configuration; relative ones resolve against the file's folder. */
@@ -109,4 +112,5 @@ export const HostConfigSchema = Type.Object(
   },
   Closed,
 );
+/** A parsed, valid host configuration file, before paths are resolved. */
 export type HostConfigFile = Static<typeof HostConfigSchema>;
