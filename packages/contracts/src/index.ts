@@ -13,6 +13,8 @@ export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCod
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
+export type { DuplicateKey } from "./json-text.js";
+export { findDuplicateKeys } from "./json-text.js";
 export type { SchemaName, SchemaTypes } from "./registry.js";
 export { isSchemaName, SCHEMA_ID_BASE, SCHEMA_NAMES, schemaDocument } from "./registry.js";
 export type {

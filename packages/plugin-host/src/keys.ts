@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { type SchemaName, type SchemaTypes, validate } from "@asp/contracts";
+import { findDuplicateKeys, type SchemaName, type SchemaTypes, validate } from "@asp/contracts";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
@@ -88,6 +88,36 @@ export function writeKeyPair(
   return { keyId: pair.keyId, publicKey: pair.publicKey, secretKeyPath: path, publicKeyPath: `${path}.pub` };
 }
 
+/**
+ * @internal Parse the JSON text of a trust document, refusing a key given twice in one object:
+ * `JSON.parse` would keep the last silently (a second `"revoked": []` would empty the list).
+ */
+export function parseJsonText(
+  text: string,
+  code: "ASP_PLUGIN_BAD_KEY" | "ASP_PLUGIN_BAD_TRUST_ROOT" | "ASP_PLUGIN_BAD_SIGNATURE",
+  where: string,
+): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PluginError(code, `${where} is not JSON`, { cause: error, data: { path: where } });
+  }
+  let duplicates: ReturnType<typeof findDuplicateKeys>;
+  try {
+    duplicates = findDuplicateKeys(text);
+  } catch (error) {
+    throw new PluginError(code, `${where} nests too deeply`, { cause: error, data: { path: where } });
+  }
+  const first = duplicates[0];
+  if (first !== undefined) {
+    throw new PluginError(code, `${where}: key ${JSON.stringify(first.key)} appears twice in one object`, {
+      data: { path: where, pointer: first.pointer, duplicates },
+    });
+  }
+  return value;
+}
+
 /** @internal Read a JSON object file; the code names what kind of file it was meant to be. */
 export function readJsonFile(
   path: string,
@@ -99,12 +129,7 @@ export function readJsonFile(
   } catch (error) {
     throw new PluginError(code, `cannot read ${path}: ${errnoOf(error)}`, { cause: error, data: { path } });
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new PluginError(code, `${path} is not JSON`, { cause: error, data: { path } });
-  }
+  const value = parseJsonText(text, code, path);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new PluginError(code, `${path} is not a JSON object`, { data: { path } });
   }

@@ -4,7 +4,7 @@ import { canonicalBytes, type Digest } from "@asp/evidence";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { digestPlugin, SIGNATURE_FILE } from "./digest.js";
 import { errnoOf, PluginError } from "./errors.js";
-import { checkDocument, type KeyPair, readSecretKey } from "./keys.js";
+import { checkDocument, type KeyPair, parseJsonText, readSecretKey } from "./keys.js";
 import { readPluginManifest } from "./manifest.js";
 import { readRegularFile } from "./read.js";
 
@@ -79,7 +79,8 @@ export function signPlugin(dir: string, key: string | KeyPair): SignResult {
  * (the signature itself is checked by the loader).
  *
  * @throws PluginError `ASP_PLUGIN_UNSIGNED` when there is none, `ASP_PLUGIN_BAD_SIGNATURE` when
- *   it is not JSON or not a valid `plugin-signature` (unknown fields included), `ASP_PLUGIN_IO`
+ *   it is not JSON, has a key twice in one object, or is not a valid `plugin-signature`
+ *   (unknown fields included), `ASP_PLUGIN_IO`
  *   when it cannot be read.
  */
 export function readSignatureFile(root: string): SignatureFile {
@@ -99,15 +100,7 @@ export function readSignatureFile(root: string): SignatureFile {
     }
     throw new PluginError("ASP_PLUGIN_IO", `cannot read ${path}: ${errnoOf(error)}`, { cause: error });
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new PluginError("ASP_PLUGIN_BAD_SIGNATURE", `${SIGNATURE_FILE} is malformed: not JSON`, {
-      cause: error,
-      data: { dir: root },
-    });
-  }
+  const value = parseJsonText(text, "ASP_PLUGIN_BAD_SIGNATURE", path);
   // Closed schema: a field the verifier does not check (an extra payload claim, a second
   // signature) is refused, never carried along as if it had been signed.
   const v = checkDocument("plugin-signature", value, "ASP_PLUGIN_BAD_SIGNATURE", path);

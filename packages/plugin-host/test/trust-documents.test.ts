@@ -55,6 +55,28 @@ describe("trust documents", () => {
     });
   });
 
+  describe("when a key appears twice in one JSON object", () => {
+    it("refuses a second `revoked` that JSON.parse would let empty the first", () => {
+      const k = makeKey();
+      const keyId = pubOf(k.pub).keyId;
+      const trust = writeJson({});
+      writeFileSync(trust, `{"type":"${TRUST_FILE_TYPE}","revoked":[{"keyId":"${keyId}"}],"revoked":[]}`);
+      expect(() => readTrustRoots([k.pub, trust])).toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
+    });
+
+    it("refuses a signature file with a key given twice", () => {
+      const k = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, k.key);
+      const sigPath = join(dir, "asp-plugin.sig");
+      const text = readFileSync(sigPath, "utf8");
+      writeFileSync(sigPath, text.replace(/^\{/, `{"keyId":"ed25519:${"0".repeat(32)}",`));
+      expect(() => verifyPlugin(dir, { trustRoots: k.roots, policy: grantPolicy([{ dir }]) })).toThrowWithCode(
+        "ASP_PLUGIN_BAD_SIGNATURE",
+      );
+    });
+  });
+
   describe("when a key id is listed twice", () => {
     it("refuses it in one trust file (before: the first entry won, expired or not)", () => {
       const { trust } = trustFileFor([{ expiresAt: "2099-01-01T00:00:00Z" }, { expiresAt: "2000-01-01T00:00:00Z" }]);

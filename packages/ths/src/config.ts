@@ -1,6 +1,12 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { type ProviderManifest, type ValidationError, validate } from "@asp/contracts";
+import {
+  type DuplicateKey,
+  findDuplicateKeys,
+  type ProviderManifest,
+  type ValidationError,
+  validate,
+} from "@asp/contracts";
 import { ThsError } from "./errors.js";
 
 /**
@@ -101,18 +107,26 @@ export function checkManifest(value: unknown, what = "provider manifest"): Provi
 /**
  * Read a host configuration file. This only parses: call `assertTrustedLocations(repo, { file:
  * path, ...config })` before composing a host that evaluates `repo`.
- * @throws ThsError `ASP_THS_BAD_CONFIG` when unreadable or invalid, `ASP_THS_BAD_MANIFEST`.
+ * @throws ThsError `ASP_THS_BAD_CONFIG` when unreadable, invalid or a key appears twice in one
+ *   object, `ASP_THS_BAD_MANIFEST`.
  */
 export function loadHostConfig(path: string): HostConfig {
   const abs = resolve(path);
   let raw: unknown;
+  let duplicates: DuplicateKey[];
   try {
-    raw = JSON.parse(readFileSync(abs, "utf8"));
+    const text = readFileSync(abs, "utf8");
+    raw = JSON.parse(text);
+    duplicates = findDuplicateKeys(text);
   } catch (cause) {
     throw new ThsError("ASP_THS_BAD_CONFIG", `cannot read host configuration ${abs}: ${(cause as Error).message}`, {
       cause,
       data: { path: abs },
     });
   }
+  // JSON.parse keeps the last of two equal keys: a second "trustRoots" or "providers" would
+  // silently replace what a reader of the file sees first.
+  const first = duplicates[0];
+  if (first !== undefined) bad(abs, first.pointer, `key ${JSON.stringify(first.key)} appears twice in one object`);
   return parseHostConfig(raw, dirname(abs), abs);
 }

@@ -94,6 +94,13 @@ describe("host configuration", () => {
     expect(() => parseHostConfig(typo, "/tmp")).toThrowWithCode("ASP_THS_BAD_CONFIG");
   });
 
+  it("host §2: refuses a file with a key given twice, never reads it as its last value", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "asp-ths-config-")), "asp.host.json");
+    // The second "trustRoots" would silently replace the first under JSON.parse.
+    writeFileSync(file, '{"store":"s","policy":"p","trustRoots":["/etc/asp/team.pub"],"trustRoots":["/tmp/mine.pub"]}');
+    expect(() => loadHostConfig(file)).toThrowWithCode("ASP_THS_BAD_CONFIG");
+  });
+
   it("refuses an unreadable file and an invalid policy with typed codes", async () => {
     expect(() => loadHostConfig("/nonexistent/asp.host.json")).toThrowWithCode("ASP_THS_BAD_CONFIG");
     await expect(composeHost({ store: "memory:", policy: "/nonexistent/policy.json" })).rejects.toThrowWithCode(
