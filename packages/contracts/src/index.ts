@@ -13,6 +13,8 @@ export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCod
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
+export type { DuplicateKey } from "./json-text.js";
+export { findDuplicateKeys } from "./json-text.js";
 export type { SchemaName, SchemaTypes } from "./registry.js";
 export { isSchemaName, SCHEMA_ID_BASE, SCHEMA_NAMES, schemaDocument } from "./registry.js";
 export type {
@@ -112,6 +114,20 @@ export {
   ReadTreeParamsSchema,
   ReadTreeResultSchema,
 } from "./schemas/protocol.js";
+export type {
+  HostConfigFile,
+  PluginPublicKeyFile,
+  PluginSignatureFile,
+  PluginTrustFile,
+  SignatureAlgorithm,
+} from "./schemas/trust.js";
+export {
+  HostConfigSchema,
+  PluginPublicKeySchema,
+  PluginSignatureSchema,
+  PluginTrustSchema,
+  SIGNATURE_ALGORITHMS,
+} from "./schemas/trust.js";
 export type { ValidationError, ValidationResult } from "./validate.js";
 export { assertValid, MAX_REPORTED_ERRORS, validate, validateAssessment, validateEditPlan } from "./validate.js";
 export type {

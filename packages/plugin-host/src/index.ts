@@ -33,8 +33,8 @@ export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";
 export { readSignatureFile, SIGNATURE_TYPE, signedMessage, signPlugin, verifySignature } from "./signature.js";
-export type { TrustRoot } from "./trust.js";
-export { isTrustRoot, readTrustRoots, TRUST_FILE_TYPE } from "./trust.js";
+export type { TrustDocument, TrustRoot } from "./trust.js";
+export { isTrustRoot, parseTrustDocument, readTrustRoots, TRUST_FILE_TYPE } from "./trust.js";
 export type {
   CapturedInit,
   DependencyRefLike,

@@ -207,7 +207,10 @@ describe("loadPlugins", () => {
       const dir = makePlugin("provider");
       const signed = signPlugin(dir, k.key);
       const revocations = join(tempDir(), "revocations.json");
-      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, keys: [], revoked: [signed.keyId] }));
+      writeFileSync(
+        revocations,
+        JSON.stringify({ type: TRUST_FILE_TYPE, keys: [], revoked: [{ keyId: signed.keyId }] }),
+      );
       await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
     });
 
@@ -216,7 +219,7 @@ describe("loadPlugins", () => {
       const dir = makePlugin("provider");
       const signed = signPlugin(dir, k.key);
       const revocations = join(tempDir(), "revocations.json");
-      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [signed.digest] }));
+      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [{ digest: signed.digest }] }));
       await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
     });
 

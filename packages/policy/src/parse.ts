@@ -1,9 +1,9 @@
-import { isAspError, type Policy, validate } from "@asp/contracts";
+import { findDuplicateKeys, isAspError, type Policy, validate } from "@asp/contracts";
 import { canonicalize, type Digest, digest } from "@asp/evidence";
 import picomatch from "picomatch";
 import semver from "semver";
 import { type PolicyError, type PolicyErrorCode, type PolicyProblem, policyError, problemsError } from "./errors.js";
-import { type DeepReadonly, deepFreeze, findDuplicateKeys, toPointer, valueAt } from "./json.js";
+import { type DeepReadonly, deepFreeze, toPointer, valueAt } from "./json.js";
 
 /** The only policy `apiVersion` this package activates. */
 export const POLICY_API_VERSION = "asp.policy/v1";
