@@ -1,33 +1,17 @@
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import type { DecisionEnvelope, Policy } from "@asp/contracts";
+import type { DecisionEnvelope } from "@asp/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { type ComposedHost, composeHost } from "../src/index.js";
 import { type ProviderSet, THS_TOKENS } from "../src/tokens.js";
+import { FAKE_AWS_KEY, ID, SIGNED, secretsPolicy, TRUST_ROOT } from "./example-plugin.js";
 import { fakeClock, tempRepo } from "./helpers.js";
 
 // Issue 12 item 1 (THREAT-MODEL invariant 4): what runs is exactly what was verified, at every
 // launch and restart. The attacker controls the plugin folder's bytes at every instant: between
 // verification and launch, and after a crash. The plugin is the real, built and signed example
 // secrets provider (`pnpm build`), verified against the example trust root and policy.
-
-const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-const SIGNED = join(ROOT, "plugins", "provider-secrets", "dist", "plugin");
-const TRUST_ROOT = join(ROOT, "examples", "keys", "example.key.pub");
-const ID = "asp.provider-secrets";
-// A made-up key in the shape of an AWS access key id.
-const FAKE_AWS_KEY = ["AKIA", "Q7XJ3KZP", "2M4N8RTB"].join("");
-
-function secretsPolicy(): Policy {
-  const p = JSON.parse(readFileSync(join(ROOT, "examples", "asp.policy.json"), "utf8")) as Policy;
-  return {
-    ...p,
-    requirements: p.requirements.filter((r) => r.id === "secrets"),
-    grants: p.grants.filter((g) => g.provider === ID),
-  };
-}
 
 const scratch = (): string => realpathSync(mkdtempSync(join(tmpdir(), "asp-ths-plugin-cache-")));
 
