@@ -60,6 +60,15 @@ function digestOrNull(dir: string): string | null {
   }
 }
 
+/** True when `path` itself is a folder, not a link to one. */
+function isRealFolder(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Make a read-only tree writable again (to replace or remove it); never follows a link. */
 function makeWritable(path: string): void {
   const stat = lstatSync(path);
@@ -121,8 +130,9 @@ export function cachePlugin(snapshot: PluginSnapshot, entry: string, cacheDir: s
     throw cacheIo(cacheDir, "cannot create", error);
   }
   const target = join(root, entryName(snapshot.digest));
-  if (existsSync(target) && digestOrNull(target) !== snapshot.digest) {
-    // Not what its name says (a crash mid-write, or someone else wrote it): replaced, never used.
+  if (existsSync(target) && (!isRealFolder(target) || digestOrNull(target) !== snapshot.digest)) {
+    // Not what its name says (a crash mid-write, someone else wrote it, a link to a folder that
+    // can change after it is hashed): replaced, never used.
     try {
       removeTree(target);
     } catch (error) {
@@ -141,7 +151,7 @@ export function cachePlugin(snapshot: PluginSnapshot, entry: string, cacheDir: s
       if (!existsSync(target)) throw cacheIo(target, "cannot write", error);
     }
   }
-  const copied = digestOrNull(target);
+  const copied = isRealFolder(target) ? digestOrNull(target) : null;
   if (copied !== snapshot.digest) {
     throw new PluginError(
       "ASP_PLUGIN_CACHE_MISMATCH",

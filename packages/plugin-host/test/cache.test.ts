@@ -1,5 +1,14 @@
 import { spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  cpSync,
+  lstatSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cachePlugin } from "../src/cache.js";
@@ -67,6 +76,20 @@ describe("the plugin cache", () => {
       expect(again.refused).toEqual([]);
       expect(snapshotPlugin(p.cached).digest).toBe(p.evidence.digest);
       expect(run(p.manifest).stdout).not.toContain("tampered");
+    });
+  });
+
+  describe("when the cache entry is a link to a folder with the same bytes", () => {
+    it("host §1: it is replaced by a real copy (a linked folder can change after it is hashed)", async () => {
+      const cacheDir = tempDir("asp-cache-");
+      const { p, load } = await loadOne(cacheDir);
+      const elsewhere = join(tempDir("asp-elsewhere-"), "copy");
+      cpSync(p.cached, elsewhere, { recursive: true });
+      removePluginCache(p.cached);
+      symlinkSync(elsewhere, p.cached);
+      const again = await load();
+      expect(again.refused).toEqual([]);
+      expect(lstatSync(p.cached).isDirectory()).toBe(true);
     });
   });
 
