@@ -147,6 +147,14 @@ export async function packPlugin(packageDir: string, keyFile: string): Promise<P
   const root = resolve(packageDir);
   const pkg = readJson(join(root, "package.json"), "package.json") as { aspPlugin?: PackConfig };
   const config = pkg.aspPlugin ?? {};
+  if (
+    config.absent !== undefined &&
+    !(Array.isArray(config.absent) && config.absent.every((a) => typeof a === "string"))
+  ) {
+    throw new PackError("ASP_PACK_BAD_PACKAGE", "aspPlugin.absent must be an array of module names", {
+      data: { absent: config.absent },
+    });
+  }
   const manifestResult = validate("plugin-manifest", readJson(join(root, MANIFEST_FILE), "plugin manifest"));
   if (!manifestResult.ok) {
     const first = manifestResult.errors[0];
