@@ -164,7 +164,7 @@ function swappedIn(path: string, error: unknown): void {
  * covering every file — the manifest, `node_modules`, dotfiles, `.gitignore`d files — except the
  * root `asp-plugin.sig`. Nothing is ignored, so nothing can be slipped in after signing. This is
  * the measurement of a folder (the host also measures configured providers' roots with it); the
- * loader accepts only folders {@link snapshotPlugin} takes, which hash the same.
+ * loader accepts only folders `snapshotPlugin` takes, which hash the same.
  *
  * @throws PluginError `ASP_PLUGIN_SYMLINK_ESCAPE` for a link whose target is absolute or leaves
  *   the folder, `ASP_PLUGIN_NOT_FOUND` when the folder does not exist, `ASP_PLUGIN_IO` otherwise.
