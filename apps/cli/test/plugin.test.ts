@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Policy, validate } from "@asp/contracts";
@@ -83,6 +83,19 @@ describe("asp plugin", () => {
       expect(r.body).toMatchObject({ ok: false, code: "ASP_PLUGIN_DIGEST_MISMATCH" });
       const human = await runInProcess(["plugin", "verify", plugin, "--trust", "team.pub"], { cwd: dir });
       expect(human.stdout).toContain("REFUSED");
+    });
+
+    it("host §1: exits 1 with ASP_PLUGIN_SYMLINK for a signed folder holding a symlink, even one that stays inside", async () => {
+      const { dir, plugin } = workspace();
+      symlinkSync("main.mjs", join(plugin, "alias.mjs"));
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      await runInProcess(["plugin", "sign", plugin, "--key", "team"], { cwd: dir });
+      const r = await json(["plugin", "verify", plugin, "--trust", "team.pub"], dir);
+      expect(r.code).toBe(EXIT.deny);
+      expect(r.body).toMatchObject({ ok: false, code: "ASP_PLUGIN_SYMLINK" });
+      const human = await runInProcess(["plugin", "verify", plugin, "--trust", "team.pub"], { cwd: dir });
+      expect(human.stdout).toContain("REFUSED");
+      expect(human.stdout).toContain("ASP_PLUGIN_SYMLINK");
     });
 
     it("exits 1 for a key the host does not trust", async () => {

@@ -5,12 +5,14 @@
  *   signatures over `{ id, version, digest }` ({@link signPlugin}, {@link writeKeyPair}),
  * - trust roots with expiry and revocation from trusted configuration ({@link readTrustRoots}),
  * - the loader ({@link loadPlugins}): every check before anything runs, precise refusal codes,
- *   providers as trusted launch configurations, verifiers and sandboxes in-process,
+ *   providers as trusted launch configurations, verifiers and sandboxes in-process, all run
+ *   from a host-owned, content-addressed, read-only copy of the verified bytes (`cachePlugin`),
  * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}).
  *
  * @packageDocumentation
  */
 
+export { createTempPluginCache, removePluginCache } from "./cache.js";
 export { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 export { registerPlugins, TOKENS } from "./di.js";
 export type { PluginDigest } from "./digest.js";

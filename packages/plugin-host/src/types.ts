@@ -32,10 +32,13 @@ export interface PluginEvidence {
 /** A verified, granted provider: launch it from `manifest` (trusted launch configuration). */
 export interface LoadedProvider {
   readonly $$type: "@asp/LoadedProvider";
+  /** The plugin folder it was verified from (reports and facts name it; nothing runs from it). */
   readonly dir: string;
+  /** The host-owned, read-only copy of the verified bytes it runs from: `<cacheDir>/<digest>`. */
+  readonly cached: string;
   /** The signed plugin manifest. */
   readonly plugin: PluginManifest;
-  /** `executable` = this node binary, `args` = [absolute entry], `cwd` = the plugin folder, `digest` = the verified digest. */
+  /** `executable` = this node binary, `args` = [the entry in the copy], `cwd` = the copy (`cached`), `digest` = the verified digest. */
   readonly manifest: ProviderManifest;
   readonly evidence: PluginEvidence;
 }
@@ -53,7 +56,10 @@ export interface CapturedInit {
 
 /** Fields shared by verified in-process plugins. */
 export interface LoadedInProcess {
+  /** The plugin folder it was verified from (nothing is imported from it). */
   readonly dir: string;
+  /** The host-owned, read-only copy of the verified bytes its entry is imported from. */
+  readonly cached: string;
   readonly plugin: PluginManifest;
   readonly evidence: PluginEvidence;
   /** Validated options from trusted configuration. */
@@ -93,6 +99,8 @@ export interface PluginLoadResult {
   readonly verifiers: readonly LoadedVerifier[];
   readonly sandboxes: readonly LoadedSandbox[];
   readonly refused: readonly RefusedPlugin[];
+  /** The plugin cache the loaded plugins run from (`null` when nothing was verified and none was given). */
+  readonly cacheDir: string | null;
 }
 
 /** A Reviewer's or Guardian's input (the SDK's `VerifyRequest`). */
