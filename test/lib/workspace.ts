@@ -50,10 +50,11 @@ const UPSTREAM: Record<string, string[]> = {
   policy: ["contracts", "evidence"],
   arbitration: ["contracts", "evidence", "policy"],
   "plugin-host": ["contracts", "evidence", "policy"],
-  ths: ["contracts", "evidence", "policy", "arbitration", "plugin-host"],
+  protocol: ["contracts"],
+  ths: ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol"],
   rollout: ["contracts", "evidence"],
-  "auto-mode": ["contracts", "evidence", "policy", "arbitration", "plugin-host", "ths", "rollout"],
-  sdk: ["contracts"],
+  "auto-mode": ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol", "ths", "rollout"],
+  sdk: ["contracts", "protocol"],
   "test-utils": ["contracts"],
 };
 

@@ -103,8 +103,6 @@ export {
   InitializeResultSchema,
   InspectParamsSchema,
   InspectResultSchema,
-  METHODS,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   ProposeParamsSchema,
   ReadBlobParamsSchema,
