@@ -13,6 +13,22 @@ export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCod
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
+export type {
+  AbortSignalLike,
+  GuardianRequest,
+  GuardianResponse,
+  PluginBrand,
+  ReviewFinding,
+  ReviewRequest,
+  ReviewResponse,
+  Sandbox,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "./ports.js";
+export { PLUGIN_BRANDS } from "./ports.js";
 export type { SchemaName, SchemaTypes } from "./registry.js";
 export { isSchemaName, SCHEMA_ID_BASE, SCHEMA_NAMES, schemaDocument } from "./registry.js";
 export type {

@@ -12,6 +12,7 @@ import {
   type InspectParams,
   type InspectResult,
   isAspError,
+  PLUGIN_BRANDS,
   PROTOCOL_VERSION,
   type ProposeParams,
   type ReadBlobResult,
@@ -23,7 +24,7 @@ import {
 import { type CancellationToken, createStreamConnection, METHODS, PROTOCOL_ERRORS, ResponseError } from "@asp/protocol";
 import { messageOf, SdkError } from "./errors.js";
 
-const PROVIDER_BRAND = "@asp/ProviderDefinition";
+const PROVIDER_BRAND = PLUGIN_BRANDS.provider;
 
 /** Who the provider is, as answered to `initialize`. Capabilities default to what the handlers cover. */
 export interface ProviderInfo {
