@@ -2,7 +2,13 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkPackage, importsOf, type WorkspacePackage, workspacePackages } from "./lib/workspace.js";
+import {
+  checkPackage,
+  importsOf,
+  rawProtocolImports,
+  type WorkspacePackage,
+  workspacePackages,
+} from "./lib/workspace.js";
 
 const packages = workspacePackages();
 const libraryNames = packages.filter((p) => p.dir.startsWith("packages/")).map((p) => p.name);
@@ -11,6 +17,25 @@ const pluginNames = packages.filter((p) => p.dir.startsWith("plugins/")).map((p)
 describe("dependency direction (DESIGN §2)", () => {
   it.each(packages.map((p) => [p.dir, p] as const))("%s imports only what the DAG allows", (_dir, pkg) => {
     expect(checkPackage(pkg, libraryNames, undefined, pluginNames)).toEqual([]);
+  });
+
+  // One protocol layer (contracts -> protocol -> ths | sdk | conformance): only @asp/protocol
+  // speaks vscode-jsonrpc; the host, the SDK and the conformance kit go through it, so there is
+  // one framing, one frame-size guard and one table of methods and error codes.
+  it("only @asp/protocol imports vscode-jsonrpc in the host, the SDK and the conformance kit", () => {
+    const layers = packages.filter((p) => ["packages/ths", "packages/sdk", "tools/conformance"].includes(p.dir));
+    expect(layers.map((p) => p.dir).sort()).toEqual(["packages/sdk", "packages/ths", "tools/conformance"]);
+    expect(layers.flatMap((p) => rawProtocolImports(p))).toEqual([]);
+  });
+
+  it("@asp/protocol sits between contracts and ths / sdk / conformance", () => {
+    const protocol = packages.find((p) => p.name === "@asp/protocol");
+    expect(Object.keys(protocol?.manifest.dependencies ?? {}).filter((d) => d.startsWith("@asp/"))).toEqual([
+      "@asp/contracts",
+    ]);
+    for (const name of ["@asp/ths", "@asp/sdk", "@asp/conformance"]) {
+      expect(packages.find((p) => p.name === name)?.manifest.dependencies, name).toHaveProperty(["@asp/protocol"]);
+    }
   });
 
   describe("the checker itself", () => {
@@ -66,6 +91,20 @@ describe("dependency direction (DESIGN §2)", () => {
       expect(checkPackage(pkg, [], root).map((v) => v.why)).toEqual([
         "@asp/evidence is imported but not declared in package.json",
       ]);
+    });
+    it("fails when protocol imports the host, or contracts imports protocol", () => {
+      const up = fakePackage("packages/protocol", { "@asp/ths": "workspace:*" }, `import { Host } from "@asp/ths";\n`);
+      expect(checkPackage(up.pkg, [], up.root).map((v) => v.specifier)).toEqual(["@asp/ths", "@asp/ths"]);
+      const down = fakePackage("packages/contracts", {}, `export { METHODS } from "@asp/protocol";\n`);
+      expect(checkPackage(down.pkg, [], down.root).map((v) => v.specifier)).toEqual(["@asp/protocol"]);
+    });
+    it("finds a second protocol stack (a direct vscode-jsonrpc import) in a layer above protocol", () => {
+      const { root, pkg } = fakePackage(
+        "packages/sdk",
+        { "vscode-jsonrpc": "10.0.0" },
+        `import { createMessageConnection } from "vscode-jsonrpc/node";\n`,
+      );
+      expect(rawProtocolImports(pkg, root)).toEqual([`packages/sdk/src/index.ts`]);
     });
     it("fails for a package the DAG does not know", () => {
       const { root, pkg } = fakePackage("packages/mystery", {}, "");

@@ -175,3 +175,18 @@ export function checkPackage(
   }
   return violations;
 }
+
+/**
+ * Files of `pkg` (src/ and test/, fixtures excepted) that import vscode-jsonrpc directly. Above
+ * `@asp/protocol` that is a second protocol stack: go through `@asp/protocol` instead.
+ */
+export function rawProtocolImports(pkg: WorkspacePackage, root = ROOT): string[] {
+  const out: string[] = [];
+  for (const sub of ["src", "test"]) {
+    for (const file of sourceFiles(join(root, pkg.dir, sub))) {
+      if (importsOf(readFileSync(file, "utf8")).some((s) => s === "vscode-jsonrpc" || s.startsWith("vscode-jsonrpc/")))
+        out.push(relative(root, file));
+    }
+  }
+  return out;
+}

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { validate, validateAssessment, validateEditPlan } from "@asp/contracts";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SdkError } from "../src/index.js";
 import { blobDigest, builtEntry, MemoryRepo, RpcError, TestHost } from "../src/testing/index.js";
 
 const SDK = fileURLToPath(new URL("..", import.meta.url));
@@ -155,6 +156,38 @@ describe("TestHost and the process", () => {
     const seen = JSON.parse(host.stderr) as { argv: string[]; cwd: string; env: string[]; title: string };
     expect(seen).toMatchObject({ argv: ["--flag"], cwd: dir, title: "asp-probe" });
     expect(seen.env.filter((k) => !k.startsWith("__CF") && k !== "PWD")).toEqual(["PATH"]);
+  });
+
+  // host §8: TestHost speaks through the host's own connection, so an author's test sees what a
+  // host refuses: an answer over the bound by its framed Content-Length (here: padded with JSON
+  // whitespace, small once re-serialized) fails, and the stream stays usable after it.
+  it("host §8: refuses an answer whose framed size is over maxResponseBytes, like the host", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "asp-sdk-oversize-"));
+    const script = join(dir, "padded.mjs");
+    writeFileSync(
+      script,
+      [
+        "let buf = Buffer.alloc(0);",
+        "const send = (s) => process.stdout.write(`Content-Length: ${Buffer.byteLength(s)}\\r\\n\\r\\n${s}`);",
+        "process.stdin.on('data', (c) => {",
+        "  buf = Buffer.concat([buf, c]);",
+        "  for (;;) {",
+        "    const sep = buf.indexOf('\\r\\n\\r\\n'); if (sep < 0) return;",
+        "    const len = Number(/content-length: *(\\d+)/i.exec(buf.subarray(0, sep).toString())[1]);",
+        "    if (buf.length < sep + 4 + len) return;",
+        "    const msg = JSON.parse(buf.subarray(sep + 4, sep + 4 + len).toString()); buf = buf.subarray(sep + 4 + len);",
+        "    if (msg.method === 'padded') send(`{\"jsonrpc\":\"2.0\",\"id\":${JSON.stringify(msg.id)},\"result\":1${' '.repeat(8192)}}`);",
+        "    if (msg.method === 'small') send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: 2 }));",
+        "  }",
+        "});",
+      ].join("\n"),
+    );
+    const host = new TestHost(script, { maxResponseBytes: 1024 });
+    hosts.push(host);
+    const error = await host.request("padded").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SdkError);
+    expect(error).toMatchObject({ code: "ASP_SDK_CONNECTION_FAILED", data: { kind: "oversize" } });
+    expect(await host.request("small")).toBe(2);
   });
 });
 
