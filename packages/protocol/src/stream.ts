@@ -1,5 +1,4 @@
 import {
-  type CancellationToken,
   CancellationTokenSource,
   createMessageConnection,
   type MessageConnection,
@@ -8,7 +7,16 @@ import {
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
 
-export type { CancellationToken, MessageConnection };
+export type { MessageConnection };
+
+/**
+ * What a request handler is given to learn of `$/cancelRequest`: the part of vscode-jsonrpc's
+ * `CancellationToken` a handler uses (the token a handler receives is one).
+ */
+export interface CancellationToken {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): { dispose(): void };
+}
 export { CancellationTokenSource, ResponseError };
 
 /**

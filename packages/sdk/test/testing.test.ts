@@ -162,27 +162,9 @@ describe("TestHost and the process", () => {
   // host refuses: an answer over the bound by its framed Content-Length (here: padded with JSON
   // whitespace, small once re-serialized) fails, and the stream stays usable after it.
   it("host §8: refuses an answer whose framed size is over maxResponseBytes, like the host", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "asp-sdk-oversize-"));
-    const script = join(dir, "padded.mjs");
-    writeFileSync(
-      script,
-      [
-        "let buf = Buffer.alloc(0);",
-        "const send = (s) => process.stdout.write(`Content-Length: ${Buffer.byteLength(s)}\\r\\n\\r\\n${s}`);",
-        "process.stdin.on('data', (c) => {",
-        "  buf = Buffer.concat([buf, c]);",
-        "  for (;;) {",
-        "    const sep = buf.indexOf('\\r\\n\\r\\n'); if (sep < 0) return;",
-        "    const len = Number(/content-length: *(\\d+)/i.exec(buf.subarray(0, sep).toString())[1]);",
-        "    if (buf.length < sep + 4 + len) return;",
-        "    const msg = JSON.parse(buf.subarray(sep + 4, sep + 4 + len).toString()); buf = buf.subarray(sep + 4 + len);",
-        "    if (msg.method === 'padded') send(`{\"jsonrpc\":\"2.0\",\"id\":${JSON.stringify(msg.id)},\"result\":1${' '.repeat(8192)}}`);",
-        "    if (msg.method === 'small') send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: 2 }));",
-        "  }",
-        "});",
-      ].join("\n"),
-    );
-    const host = new TestHost(script, { maxResponseBytes: 1024 });
+    const host = new TestHost(fileURLToPath(new URL("./fixtures/padded.mjs", import.meta.url)), {
+      maxResponseBytes: 1024,
+    });
     hosts.push(host);
     const error = await host.request("padded").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SdkError);
