@@ -1,11 +1,13 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   checkPackage,
   importsOf,
+  ROOT,
   rawProtocolImports,
+  sourceFilesOf,
   type WorkspacePackage,
   workspacePackages,
 } from "./lib/workspace.js";
@@ -36,6 +38,20 @@ describe("dependency direction (DESIGN §2)", () => {
     for (const name of ["@asp/ths", "@asp/sdk", "@asp/conformance"]) {
       expect(packages.find((p) => p.name === name)?.manifest.dependencies, name).toHaveProperty(["@asp/protocol"]);
     }
+  });
+
+  // STYLE §6-7: the plugin brands and the Verifier / Sandbox ports are declared once, in contracts.
+  it("declares the plugin brand strings only in @asp/contracts", () => {
+    const brands = ["@asp/VerifierPlugin", "@asp/SandboxPlugin", "@asp/DependencyRef", "@asp/ProviderDefinition"];
+    const hits: string[] = [];
+    for (const p of packages) {
+      for (const file of sourceFilesOf(p, ["src"])) {
+        const text = readFileSync(file, "utf8");
+        for (const b of brands) if (text.includes(`"${b}"`)) hits.push(`${relative(ROOT, file)}: ${b}`);
+      }
+    }
+    expect(hits.map((h) => h.split(":")[0]).every((f) => f === "packages/contracts/src/ports.ts")).toBe(true);
+    expect(hits).toHaveLength(brands.length);
   });
 
   describe("the checker itself", () => {

@@ -190,3 +190,8 @@ export function rawProtocolImports(pkg: WorkspacePackage, root = ROOT): string[]
   }
   return out;
 }
+
+/** The TS/JS source files of `pkg` under `subs` (fixtures, dist and node_modules excepted). */
+export function sourceFilesOf(pkg: WorkspacePackage, subs: readonly string[], root = ROOT): string[] {
+  return subs.flatMap((sub) => sourceFiles(join(root, pkg.dir, sub)));
+}
