@@ -15,6 +15,22 @@ export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
 export type { DuplicateKey } from "./json-text.js";
 export { findDuplicateKeys } from "./json-text.js";
+export type {
+  AbortSignalLike,
+  GuardianRequest,
+  GuardianResponse,
+  PluginBrand,
+  ReviewFinding,
+  ReviewRequest,
+  ReviewResponse,
+  Sandbox,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "./ports.js";
+export { PLUGIN_BRANDS } from "./ports.js";
 export type { SchemaName, SchemaTypes } from "./registry.js";
 export { isSchemaName, SCHEMA_ID_BASE, SCHEMA_NAMES, schemaDocument } from "./registry.js";
 export type {
@@ -105,8 +121,6 @@ export {
   InitializeResultSchema,
   InspectParamsSchema,
   InspectResultSchema,
-  METHODS,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   ProposeParamsSchema,
   ReadBlobParamsSchema,

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { PluginCapability, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
-import { CAPABILITY_FAMILIES, isAspError, validate } from "@asp/contracts";
+import { CAPABILITY_FAMILIES, isAspError, PLUGIN_BRANDS, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
@@ -308,7 +308,7 @@ function discover(dirs: readonly string[], refused: RefusedPlugin[]): string[] {
   return found;
 }
 
-const BRANDS = { verifier: "@asp/VerifierPlugin", sandbox: "@asp/SandboxPlugin" } as const;
+const BRANDS = { verifier: PLUGIN_BRANDS.verifier, sandbox: PLUGIN_BRANDS.sandbox } as const;
 
 function loadFailed(id: string, why: string, cause?: unknown): PluginError {
   return new PluginError("ASP_PLUGIN_LOAD_FAILED", `${id}: ${why}`, {
