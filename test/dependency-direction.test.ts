@@ -1,8 +1,16 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkPackage, importsOf, type WorkspacePackage, workspacePackages } from "./lib/workspace.js";
+import {
+  checkPackage,
+  importsOf,
+  ROOT,
+  rawProtocolImports,
+  sourceFilesOf,
+  type WorkspacePackage,
+  workspacePackages,
+} from "./lib/workspace.js";
 
 const packages = workspacePackages();
 const libraryNames = packages.filter((p) => p.dir.startsWith("packages/")).map((p) => p.name);
@@ -11,6 +19,39 @@ const pluginNames = packages.filter((p) => p.dir.startsWith("plugins/")).map((p)
 describe("dependency direction (DESIGN §2)", () => {
   it.each(packages.map((p) => [p.dir, p] as const))("%s imports only what the DAG allows", (_dir, pkg) => {
     expect(checkPackage(pkg, libraryNames, undefined, pluginNames)).toEqual([]);
+  });
+
+  // One protocol layer (contracts -> protocol -> ths | sdk | conformance): only @asp/protocol
+  // speaks vscode-jsonrpc; the host, the SDK and the conformance kit go through it, so there is
+  // one framing, one frame-size guard and one table of methods and error codes.
+  it("only @asp/protocol imports vscode-jsonrpc in the host, the SDK and the conformance kit", () => {
+    const layers = packages.filter((p) => ["packages/ths", "packages/sdk", "tools/conformance"].includes(p.dir));
+    expect(layers.map((p) => p.dir).sort()).toEqual(["packages/sdk", "packages/ths", "tools/conformance"]);
+    expect(layers.flatMap((p) => rawProtocolImports(p))).toEqual([]);
+  });
+
+  it("@asp/protocol sits between contracts and ths / sdk / conformance", () => {
+    const protocol = packages.find((p) => p.name === "@asp/protocol");
+    expect(Object.keys(protocol?.manifest.dependencies ?? {}).filter((d) => d.startsWith("@asp/"))).toEqual([
+      "@asp/contracts",
+    ]);
+    for (const name of ["@asp/ths", "@asp/sdk", "@asp/conformance"]) {
+      expect(packages.find((p) => p.name === name)?.manifest.dependencies, name).toHaveProperty(["@asp/protocol"]);
+    }
+  });
+
+  // STYLE §6-7: the plugin brands and the Verifier / Sandbox ports are declared once, in contracts.
+  it("declares the plugin brand strings only in @asp/contracts", () => {
+    const brands = ["@asp/VerifierPlugin", "@asp/SandboxPlugin", "@asp/DependencyRef", "@asp/ProviderDefinition"];
+    const hits: string[] = [];
+    for (const p of packages) {
+      for (const file of sourceFilesOf(p, ["src"])) {
+        const text = readFileSync(file, "utf8");
+        for (const b of brands) if (text.includes(`"${b}"`)) hits.push(`${relative(ROOT, file)}: ${b}`);
+      }
+    }
+    expect(hits.map((h) => h.split(":")[0]).every((f) => f === "packages/contracts/src/ports.ts")).toBe(true);
+    expect(hits).toHaveLength(brands.length);
   });
 
   describe("the checker itself", () => {
@@ -66,6 +107,20 @@ describe("dependency direction (DESIGN §2)", () => {
       expect(checkPackage(pkg, [], root).map((v) => v.why)).toEqual([
         "@asp/evidence is imported but not declared in package.json",
       ]);
+    });
+    it("fails when protocol imports the host, or contracts imports protocol", () => {
+      const up = fakePackage("packages/protocol", { "@asp/ths": "workspace:*" }, `import { Host } from "@asp/ths";\n`);
+      expect(checkPackage(up.pkg, [], up.root).map((v) => v.specifier)).toEqual(["@asp/ths", "@asp/ths"]);
+      const down = fakePackage("packages/contracts", {}, `export { METHODS } from "@asp/protocol";\n`);
+      expect(checkPackage(down.pkg, [], down.root).map((v) => v.specifier)).toEqual(["@asp/protocol"]);
+    });
+    it("finds a second protocol stack (a direct vscode-jsonrpc import) in a layer above protocol", () => {
+      const { root, pkg } = fakePackage(
+        "packages/sdk",
+        { "vscode-jsonrpc": "10.0.0" },
+        `import { createMessageConnection } from "vscode-jsonrpc/node";\n`,
+      );
+      expect(rawProtocolImports(pkg, root)).toEqual([`packages/sdk/src/index.ts`]);
     });
     it("fails for a package the DAG does not know", () => {
       const { root, pkg } = fakePackage("packages/mystery", {}, "");

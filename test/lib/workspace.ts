@@ -50,10 +50,11 @@ const UPSTREAM: Record<string, string[]> = {
   policy: ["contracts", "evidence"],
   arbitration: ["contracts", "evidence", "policy"],
   "plugin-host": ["contracts", "evidence", "policy"],
-  ths: ["contracts", "evidence", "policy", "arbitration", "plugin-host"],
+  protocol: ["contracts"],
+  ths: ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol"],
   rollout: ["contracts", "evidence"],
-  "auto-mode": ["contracts", "evidence", "policy", "arbitration", "plugin-host", "ths", "rollout"],
-  sdk: ["contracts"],
+  "auto-mode": ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol", "ths", "rollout"],
+  sdk: ["contracts", "protocol"],
   "test-utils": ["contracts"],
 };
 
@@ -173,4 +174,24 @@ export function checkPackage(
     }
   }
   return violations;
+}
+
+/**
+ * Files of `pkg` (src/ and test/, fixtures excepted) that import vscode-jsonrpc directly. Above
+ * `@asp/protocol` that is a second protocol stack: go through `@asp/protocol` instead.
+ */
+export function rawProtocolImports(pkg: WorkspacePackage, root = ROOT): string[] {
+  const out: string[] = [];
+  for (const sub of ["src", "test"]) {
+    for (const file of sourceFiles(join(root, pkg.dir, sub))) {
+      if (importsOf(readFileSync(file, "utf8")).some((s) => s === "vscode-jsonrpc" || s.startsWith("vscode-jsonrpc/")))
+        out.push(relative(root, file));
+    }
+  }
+  return out;
+}
+
+/** The TS/JS source files of `pkg` under `subs` (fixtures, dist and node_modules excepted). */
+export function sourceFilesOf(pkg: WorkspacePackage, subs: readonly string[], root = ROOT): string[] {
+  return subs.flatMap((sub) => sourceFiles(join(root, pkg.dir, sub)));
 }

@@ -9,6 +9,8 @@
  * | 3 | `verificationFailed` | `receipts verify` found a broken hash chain or a receipt that does not match its envelope: the audit trail itself is in doubt, which is not a decision about any change |
  * | 64 | `usage` | bad usage or input (EX_USAGE): unknown option, invalid policy or configuration, no host configuration, trusted configuration inside the repository |
  * | 70 | `internal` | internal error (EX_SOFTWARE) |
+ * | 74 | `storeDamaged` | the evidence store is damaged or could not be written (EX_IOERR): `ASP_EVIDENCE_STORE_CORRUPT` (its log does not reach the anchored head, a file is damaged or missing), `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_WRITE_FAILED` (disk full); nothing was decided or appended; `store check` found fatal damage. See docs/store.md |
+ * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid): try again |
  */
 export const EXIT = Object.freeze({
   ok: 0,
@@ -18,7 +20,18 @@ export const EXIT = Object.freeze({
   verificationFailed: 3,
   usage: 64,
   internal: 70,
+  storeDamaged: 74,
+  storeBusy: 75,
 } as const);
+
+/** Error codes with an exit code of their own (every other error: 64 for input, 70 otherwise). */
+export const EXIT_OF_CODE: Readonly<Record<string, ExitCode>> = Object.freeze({
+  ASP_EVIDENCE_STORE_CORRUPT: EXIT.storeDamaged,
+  ASP_EVIDENCE_CHAIN_BROKEN: EXIT.storeDamaged,
+  ASP_EVIDENCE_INTEGRITY: EXIT.storeDamaged,
+  ASP_EVIDENCE_WRITE_FAILED: EXIT.storeDamaged,
+  ASP_EVIDENCE_STORE_LOCKED: EXIT.storeBusy,
+});
 
 /** One of the {@link EXIT} codes. */
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -32,4 +45,6 @@ export const EXIT_HELP = [
   "  3   verification failed: receipts verify found a broken chain or receipt",
   "  64  bad usage or input (no host configuration, trusted configuration inside the repository, invalid file)",
   "  70  internal error",
+  "  74  the evidence store is damaged or could not be written: nothing was decided (asp store check)",
+  "  75  the evidence store was held by another process for longer than --wait",
 ].join("\n");

@@ -2,7 +2,7 @@ import { isAspError } from "@asp/contracts";
 import { Command, CommanderError } from "commander";
 import { COMMANDS } from "./commands/index.js";
 import { type CliContext, type CliIO, cliVersion } from "./context.js";
-import { EXIT, EXIT_HELP } from "./exit-codes.js";
+import { EXIT, EXIT_HELP, EXIT_OF_CODE } from "./exit-codes.js";
 import { inert } from "./terminal.js";
 
 /** Build the `asp` program. Exposed so tests and embedding hosts can run it in-process. */
@@ -39,7 +39,7 @@ export function createProgram(io: CliIO): { program: Command; exitCode: () => nu
 /**
  * Run `asp` with `argv` (without the node and script entries) and return the exit code:
  * 0 allow/ok, 1 deny, 2 indeterminate, 3 verification failed, 64 bad usage or input, 70 internal
- * error (see {@link EXIT}).
+ * error, 74 evidence store damaged or unwritable, 75 evidence store busy (see {@link EXIT}).
  */
 export async function runCli(argv: ReadonlyArray<string>, io: CliIO): Promise<number> {
   const { program, exitCode } = createProgram(io);
@@ -58,7 +58,7 @@ export async function runCli(argv: ReadonlyArray<string>, io: CliIO): Promise<nu
       if (wantsJson) io.stdout(`${JSON.stringify({ error: error.toJSON() })}\n`);
       // The message may quote untrusted text (a plugin's file names, a candidate policy's keys).
       else io.stderr(`asp: ${error.code}: ${inert(error.message)}\n`);
-      return error.category === "input" ? EXIT.usage : EXIT.internal;
+      return EXIT_OF_CODE[error.code] ?? (error.category === "input" ? EXIT.usage : EXIT.internal);
     }
     const message = error instanceof Error ? error.message : String(error);
     if (wantsJson) io.stdout(`${JSON.stringify({ error: { code: "ASP_CLI_INTERNAL", message } })}\n`);

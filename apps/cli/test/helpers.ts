@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ProviderManifest } from "@asp/contracts";
@@ -55,4 +57,38 @@ export function fixtureManifest(file: string, source: string, args: readonly str
     diagnosticSources: [source],
     protocolVersion: "1.0",
   };
+}
+
+/**
+ * A temp folder with a host config (own store at `store/`) over these providers, all granted at
+ * every call-site, with a per-call-site provider timeout of `timeoutMs` (default 3 s).
+ */
+export function hostConfig(
+  providers: ProviderManifest[],
+  timeoutMs = 3000,
+): { dir: string; config: string; store: string } {
+  const dir = mkdtempSync(join(tmpdir(), "asp-cli-host-"));
+  const sites = ["interactive", "gate", "sweep"] as const;
+  const policy = {
+    apiVersion: "asp.policy/v1",
+    requirements: providers.map((m) => ({
+      id: `req-${m.id}`,
+      capability: "check",
+      sources: m.diagnosticSources,
+      callSites: sites,
+    })),
+    providers: providers.map((m) => ({ id: m.id, version: m.version, digest: m.digest })),
+    grants: providers.map((m) => ({
+      provider: m.id,
+      version: m.version,
+      digest: m.digest,
+      requirement: `req-${m.id}`,
+      callSites: sites,
+    })),
+    budgets: { timeoutMs: { interactive: timeoutMs, gate: timeoutMs, sweep: timeoutMs } },
+  };
+  writeFileSync(join(dir, "policy.json"), JSON.stringify(policy));
+  const config = join(dir, "asp.host.json");
+  writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers }));
+  return { dir, config, store: join(dir, "store") };
 }

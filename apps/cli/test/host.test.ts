@@ -2,40 +2,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ProviderManifest, validate } from "@asp/contracts";
+import { validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import { FACT_KINDS } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
-import { fixtureManifest as manifest, REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
-
-/** A temp folder with a host config (own store) over these providers, all granted at every call-site. */
-function hostConfig(providers: ProviderManifest[]): { dir: string; config: string } {
-  const dir = mkdtempSync(join(tmpdir(), "asp-cli-host-"));
-  const sites = ["interactive", "gate", "sweep"] as const;
-  const policy = {
-    apiVersion: "asp.policy/v1",
-    requirements: providers.map((m) => ({
-      id: `req-${m.id}`,
-      capability: "check",
-      sources: m.diagnosticSources,
-      callSites: sites,
-    })),
-    providers: providers.map((m) => ({ id: m.id, version: m.version, digest: m.digest })),
-    grants: providers.map((m) => ({
-      provider: m.id,
-      version: m.version,
-      digest: m.digest,
-      requirement: `req-${m.id}`,
-      callSites: sites,
-    })),
-    budgets: { timeoutMs: { interactive: 3000, gate: 3000, sweep: 3000 } },
-  };
-  writeFileSync(join(dir, "policy.json"), JSON.stringify(policy));
-  const config = join(dir, "asp.host.json");
-  writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers }));
-  return { dir, config };
-}
+import { hostConfig, fixtureManifest as manifest, REPO_ROOT, runBinary, runInProcess } from "./helpers.js";
 
 function repoWith(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "asp-cli-repo-"));

@@ -1,8 +1,8 @@
-import { cpSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Policy, validate } from "@asp/contracts";
-import { loadPolicy } from "@asp/ths";
+import { composeHost, loadPolicy } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
 import { REPO_ROOT, runInProcess } from "./helpers.js";
@@ -85,6 +85,19 @@ describe("asp plugin", () => {
       expect(human.stdout).toContain("REFUSED");
     });
 
+    it("host §1: exits 1 with ASP_PLUGIN_SYMLINK for a signed folder holding a symlink, even one that stays inside", async () => {
+      const { dir, plugin } = workspace();
+      symlinkSync("main.mjs", join(plugin, "alias.mjs"));
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      await runInProcess(["plugin", "sign", plugin, "--key", "team"], { cwd: dir });
+      const r = await json(["plugin", "verify", plugin, "--trust", "team.pub"], dir);
+      expect(r.code).toBe(EXIT.deny);
+      expect(r.body).toMatchObject({ ok: false, code: "ASP_PLUGIN_SYMLINK" });
+      const human = await runInProcess(["plugin", "verify", plugin, "--trust", "team.pub"], { cwd: dir });
+      expect(human.stdout).toContain("REFUSED");
+      expect(human.stdout).toContain("ASP_PLUGIN_SYMLINK");
+    });
+
     it("exits 1 for a key the host does not trust", async () => {
       const { dir, plugin } = workspace();
       await runInProcess(["plugin", "keygen", "--out", "a"], { cwd: dir });
@@ -127,6 +140,29 @@ describe("asp plugin", () => {
       const r = await runInProcess(["plugin", "verify", plugin, "--trust", "missing.pub"], { cwd: dir });
       expect(r.code).toBe(EXIT.usage);
       expect(r.stderr).toMatch(/^asp: ASP_PLUGIN_BAD_TRUST_ROOT: /);
+    });
+
+    it("host §2: refuses a trust file with a misspelt `revocation` list exactly as the host does", async () => {
+      const { dir, plugin } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      const signed = await json(["plugin", "sign", plugin, "--key", "team"], dir);
+      // The author meant to revoke the key; a dropped list would verify the plugin as OK.
+      const trust = join(dir, "trust.json");
+      writeFileSync(trust, JSON.stringify({ type: "asp-plugin-trust", revocation: [{ keyId: signed.body.keyId }] }));
+      const r = await json(["plugin", "verify", plugin, "--trust", "team.pub", "--trust", "trust.json"], dir);
+      expect(r.code).toBe(EXIT.usage);
+      expect((r.body.error as { code: string }).code).toBe("ASP_PLUGIN_BAD_TRUST_ROOT");
+      const policy = { apiVersion: "asp.policy/v1", requirements: [], providers: [], grants: [] } as Policy;
+      await expect(
+        composeHost({ store: "memory:", policy, trustRoots: [join(dir, "team.pub"), trust], plugins: [plugin] }),
+      ).rejects.toThrowWithCode("ASP_PLUGIN_BAD_TRUST_ROOT");
+    });
+
+    it("keygen writes a public key file the closed plugin-public-key schema accepts", async () => {
+      const { dir } = workspace();
+      await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });
+      const pub = JSON.parse(readFileSync(join(dir, "team.pub"), "utf8"));
+      expect(validate("plugin-public-key", pub)).toEqual({ ok: true, value: pub });
     });
 
     it("exits 64 when keygen would overwrite a key", async () => {

@@ -17,6 +17,24 @@ export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCod
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
+export type { DuplicateKey } from "./json-text.js";
+export { findDuplicateKeys } from "./json-text.js";
+export type {
+  AbortSignalLike,
+  GuardianRequest,
+  GuardianResponse,
+  PluginBrand,
+  ReviewFinding,
+  ReviewRequest,
+  ReviewResponse,
+  Sandbox,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "./ports.js";
+export { PLUGIN_BRANDS } from "./ports.js";
 export type { SchemaName, SchemaTypes } from "./registry.js";
 export { isSchemaName, SCHEMA_ID_BASE, SCHEMA_NAMES, schemaDocument } from "./registry.js";
 export type {
@@ -109,8 +127,6 @@ export {
   InitializeResultSchema,
   InspectParamsSchema,
   InspectResultSchema,
-  METHODS,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   ProposeParamsSchema,
   ReadBlobParamsSchema,
@@ -118,6 +134,20 @@ export {
   ReadTreeParamsSchema,
   ReadTreeResultSchema,
 } from "./schemas/protocol.js";
+export type {
+  HostConfigFile,
+  PluginPublicKeyFile,
+  PluginSignatureFile,
+  PluginTrustFile,
+  SignatureAlgorithm,
+} from "./schemas/trust.js";
+export {
+  HostConfigSchema,
+  PluginPublicKeySchema,
+  PluginSignatureSchema,
+  PluginTrustSchema,
+  SIGNATURE_ALGORITHMS,
+} from "./schemas/trust.js";
 export type { ValidationError, ValidationResult } from "./validate.js";
 export { assertValid, MAX_REPORTED_ERRORS, validate, validateAssessment, validateEditPlan } from "./validate.js";
 export type {

@@ -3,6 +3,7 @@ import * as A from "./schemas/auto-mode.js";
 import * as H from "./schemas/host.js";
 import * as G from "./schemas/plugin.js";
 import * as P from "./schemas/protocol.js";
+import * as T from "./schemas/trust.js";
 
 /** Base of every schema `$id`. The files ship in this package under `schemas/`. */
 export const SCHEMA_ID_BASE = "https://asp-toolkit.dev/schemas/v1/";
@@ -53,6 +54,26 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
     H.PluginManifestSchema,
     "Plugin manifest",
     "A plugin's own manifest, covered by its digest and signature.",
+  ),
+  "plugin-public-key": def(
+    T.PluginPublicKeySchema,
+    "Plugin public key",
+    "A trusted ed25519 public key file (PATH.pub from `asp plugin keygen`), with an optional expiry.",
+  ),
+  "plugin-trust": def(
+    T.PluginTrustSchema,
+    "Plugin trust file",
+    "Trusted plugin signing keys with expiries, and revoked key ids and plugin digests.",
+  ),
+  "plugin-signature": def(
+    T.PluginSignatureSchema,
+    "Plugin signature",
+    "The detached signature asp-plugin.sig over a plugin's id, version and tree digest.",
+  ),
+  "host-config": def(
+    T.HostConfigSchema,
+    "Host configuration",
+    "Trusted host configuration: store, policy, trust roots, plugin folders, provider launch manifests (host §2).",
   ),
   policy: def(
     H.PolicySchema,
@@ -183,6 +204,10 @@ export interface SchemaTypes {
   "apply-receipt": H.ApplyReceipt;
   "provider-manifest": H.ProviderManifest;
   "plugin-manifest": H.PluginManifest;
+  "plugin-public-key": T.PluginPublicKeyFile;
+  "plugin-trust": T.PluginTrustFile;
+  "plugin-signature": T.PluginSignatureFile;
+  "host-config": T.HostConfigFile;
   policy: H.Policy;
   "host-status": H.HostStatus;
   "dogfood-report": H.DogfoodReport;

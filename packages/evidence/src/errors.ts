@@ -17,9 +17,17 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   `integrity`).
  * - `ASP_EVIDENCE_UNRESOLVED_REF`: an evidence snapshot names a ref the store cannot resolve.
  * - `ASP_EVIDENCE_NOT_A_STORE`: a directory exists, is not empty, and is not an evidence store.
- * - `ASP_EVIDENCE_STORE_CORRUPT`: an evidence store directory fails to open as a database
+ * - `ASP_EVIDENCE_STORE_CORRUPT`: an evidence store is damaged: the database fails to open, or
+ *   its log no longer reaches the anchored head (entries dropped, a log that ends early, a chain
+ *   that restarted, a missing or unreadable anchor); `data.reason` names what is missing
  *   (category `integrity`).
- * - `ASP_EVIDENCE_STORE_LOCKED`: another process (or another open handle) holds the store.
+ * - `ASP_EVIDENCE_STORE_LOCKED`: another process (or another open handle) holds the store, and
+ *   the wait for it ran out; `data.pid` is the holder's pid when known.
+ * - `ASP_EVIDENCE_READ_ONLY`: a write through a store opened read-only.
+ * - `ASP_EVIDENCE_WRITE_FAILED`: an append could not be made durable (no space, I/O error); the
+ *   handle takes no more appends (category `internal`), `data.errno` names the cause when known.
+ * - `ASP_EVIDENCE_BAD_HEAD`: a head is not `SEQ:DIGEST` (a positive seq and a digest).
+ * - `ASP_EVIDENCE_TARGET_NOT_EMPTY`: a backup or salvage target exists and is not empty.
  * - `ASP_EVIDENCE_STORE_CLOSED`: the store was used after `close()`.
  * - `ASP_EVIDENCE_UNSUPPORTED_FORMAT`: the store was written by a newer, unknown format version.
  * - `ASP_EVIDENCE_GIT_FAILED`: the `git` binary failed or the revision does not exist.
@@ -37,6 +45,10 @@ export type EvidenceErrorCode =
   | "ASP_EVIDENCE_NOT_A_STORE"
   | "ASP_EVIDENCE_STORE_CORRUPT"
   | "ASP_EVIDENCE_STORE_LOCKED"
+  | "ASP_EVIDENCE_READ_ONLY"
+  | "ASP_EVIDENCE_WRITE_FAILED"
+  | "ASP_EVIDENCE_BAD_HEAD"
+  | "ASP_EVIDENCE_TARGET_NOT_EMPTY"
   | "ASP_EVIDENCE_STORE_CLOSED"
   | "ASP_EVIDENCE_UNSUPPORTED_FORMAT"
   | "ASP_EVIDENCE_GIT_FAILED"
@@ -55,6 +67,10 @@ export const EVIDENCE_ERROR_CODES: readonly EvidenceErrorCode[] = [
   "ASP_EVIDENCE_NOT_A_STORE",
   "ASP_EVIDENCE_STORE_CORRUPT",
   "ASP_EVIDENCE_STORE_LOCKED",
+  "ASP_EVIDENCE_READ_ONLY",
+  "ASP_EVIDENCE_WRITE_FAILED",
+  "ASP_EVIDENCE_BAD_HEAD",
+  "ASP_EVIDENCE_TARGET_NOT_EMPTY",
   "ASP_EVIDENCE_STORE_CLOSED",
   "ASP_EVIDENCE_UNSUPPORTED_FORMAT",
   "ASP_EVIDENCE_GIT_FAILED",
@@ -68,6 +84,7 @@ const INTEGRITY_CODES: ReadonlySet<EvidenceErrorCode> = new Set([
 ]);
 const INTERNAL_CODES: ReadonlySet<EvidenceErrorCode> = new Set([
   "ASP_EVIDENCE_STORE_LOCKED",
+  "ASP_EVIDENCE_WRITE_FAILED",
   "ASP_EVIDENCE_STORE_CLOSED",
   "ASP_EVIDENCE_GIT_FAILED",
   "ASP_EVIDENCE_IO",
@@ -76,7 +93,8 @@ const INTERNAL_CODES: ReadonlySet<EvidenceErrorCode> = new Set([
 /**
  * The one error class `@asp/evidence` throws. Its category follows from the code: integrity
  * failures (`INTEGRITY`, `CHAIN_BROKEN`, `STORE_CORRUPT`) are `integrity`, environment failures
- * are `internal`, everything else is `input`.
+ * (`STORE_LOCKED`, `WRITE_FAILED`, `STORE_CLOSED`, `GIT_FAILED`, `IO`) are `internal`, everything
+ * else is `input`.
  */
 export class EvidenceError extends AspError<EvidenceErrorCode> {
   constructor(code: EvidenceErrorCode, message: string, options: AspErrorOptions = {}) {

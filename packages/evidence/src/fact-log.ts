@@ -1,3 +1,4 @@
+import type { Anchor, AnchorRecord } from "./anchor.js";
 import { canonicalize, type JsonValue, parseCanonical } from "./canonical.js";
 import { EvidenceError } from "./errors.js";
 import { assertDigest, type Digest, digestBytes, type Hasher, isDigest } from "./hash.js";
@@ -10,6 +11,7 @@ import type {
   FactLog,
   FactLogHead,
   FactQuery,
+  VerifyOptions,
   VerifyResult,
 } from "./store.js";
 
@@ -56,7 +58,7 @@ function checkKey(value: unknown, what: string, i: number): string {
   return value;
 }
 
-interface Prepared {
+export interface Prepared {
   readonly kind: string;
   readonly record: JsonValue;
   readonly recordText: string;
@@ -113,7 +115,7 @@ function storedText(body: string, digest: Digest): string {
 }
 
 /** Decode and self-verify a stored entry; throws CHAIN_BROKEN naming `seq` on any mismatch. */
-function decodeEntry(bytes: Uint8Array, seq: number, hasher: Hasher, location: string): FactEntry {
+export function decodeEntry(bytes: Uint8Array, seq: number, hasher: Hasher, location: string): FactEntry {
   let value: JsonValue;
   try {
     value = parseCanonical(bytes, "fact log entry");
@@ -162,8 +164,8 @@ interface Meta {
   head: FactLogHead | null;
 }
 
-/** Rows an entry contributes to the secondary indexes (identical for append and rebuild). */
-function indexOps(e: {
+/** Rows an entry contributes to the secondary indexes (identical for append, rebuild and salvage). */
+export function indexOps(e: {
   seq: number;
   kind: string;
   index: readonly FactIndexKey[];
@@ -180,7 +182,7 @@ function indexOps(e: {
   return ops;
 }
 
-const headOp = (head: FactLogHead): KvOp => ({
+export const headOp = (head: FactLogHead): KvOp => ({
   type: "put",
   space: "meta",
   key: "head",
@@ -188,6 +190,32 @@ const headOp = (head: FactLogHead): KvOp => ({
 });
 const INDEXES_STALE: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"rebuilding"') };
 const INDEXES_OK: KvOp = { type: "put", space: "meta", key: "indexes", value: toBytes('"valid"') };
+
+/**
+ * Chain one prepared fact at `seq` after `prev`: the entry and every row it writes (the log row,
+ * its index and state rows). The one encoder of entries, for appends and salvage.
+ */
+export function chainEntry(
+  seq: number,
+  at: string,
+  p: Prepared,
+  prev: Digest | null,
+  hasher: Hasher,
+): { entry: FactEntry; ops: KvOp[] } {
+  const body = bodyText(seq, at, p, prev);
+  const digest = digestBytes(toBytes(body), hasher);
+  const entry: FactEntry = { seq, kind: p.kind, record: p.record, at, index: p.index, state: p.state, prev, digest };
+  return {
+    entry,
+    ops: [
+      { type: "put", space: "log", key: seqKey(seq), value: toBytes(storedText(body, digest)) },
+      ...indexOps(entry),
+    ],
+  };
+}
+
+/** Validate a fact for {@link chainEntry} (what `append` does to each input). */
+export const prepareFact = (input: FactInput): Prepared => prepare(input, 0);
 
 /** Read the head pointer, validating its shape. */
 export async function readHead(kv: Kv): Promise<FactLogHead | null> {
@@ -202,30 +230,154 @@ export async function readHead(kv: Kv): Promise<FactLogHead | null> {
   return { seq: v.seq, digest: v.digest };
 }
 
+/** What the proof found missing or wrong; `missing` is a seq range that is gone. */
+export interface LogDamage {
+  readonly reason: string;
+  readonly seq?: number;
+  readonly missing?: { readonly from: number; readonly to: number };
+}
+
 /**
- * The {@link FactLog} over a Kv. `onClose` closes the shared store. Appends are serialized in
- * process; across processes the database lock makes this the only writer.
+ * Prove the log still reaches `anchor`: its keys are exactly 1..last with no gap, `last` is at
+ * or beyond the anchored seq and matches the head pointer, the entry at the anchored seq has the
+ * anchored digest (a chain that restarted or was replaced does not), and every entry after it
+ * links up to the head. Reads only keys plus the few entries from the anchor on, so it is cheap
+ * enough for every open; `verify()` re-hashes everything.
+ */
+export async function proveLog(
+  kv: Kv,
+  hasher: Hasher,
+  head: FactLogHead | null,
+  anchor: AnchorRecord,
+): Promise<LogDamage | null> {
+  let expected = 1;
+  for await (const key of kv.keys("log")) {
+    const seq = Number(key);
+    if (!/^\d{16}$/.test(key) || seq < expected)
+      return { reason: `the log holds a malformed key ${JSON.stringify(key)}` };
+    if (seq > expected) {
+      return {
+        reason: `entries ${range(expected, seq - 1)} are missing from the log`,
+        missing: { from: expected, to: seq - 1 },
+      };
+    }
+    expected = seq + 1;
+  }
+  const last = expected - 1;
+  if (anchor.seq > last) {
+    return {
+      reason: `the log ends at seq ${last}, before the anchored head seq ${anchor.seq} (entries ${range(last + 1, anchor.seq)} are missing)`,
+      missing: { from: last + 1, to: anchor.seq },
+    };
+  }
+  if ((head?.seq ?? 0) !== last) {
+    return { reason: `the log's head pointer (seq ${head?.seq ?? 0}) does not match its last entry (seq ${last})` };
+  }
+  let prev: Digest | null = null;
+  if (anchor.seq > 0) {
+    const at = await readVerified(kv, hasher, anchor.seq);
+    if ("reason" in at) return at;
+    if (at.digest !== anchor.digest) {
+      return {
+        reason: `entry ${anchor.seq} is not the anchored head (the chain was restarted or replaced)`,
+        seq: anchor.seq,
+      };
+    }
+    prev = at.digest;
+  }
+  for (let seq = anchor.seq + 1; seq <= last; seq++) {
+    const e = await readVerified(kv, hasher, seq);
+    if ("reason" in e) return e;
+    if (seq > 1 && e.prev !== prev) return { reason: `entry ${seq} does not link to entry ${seq - 1}`, seq };
+    prev = e.digest;
+  }
+  if (head !== null && head.digest !== prev)
+    return { reason: `the head pointer's digest differs from entry ${last}`, seq: last };
+  return null;
+}
+
+const range = (from: number, to: number): string => (from === to ? `${from}` : `${from}-${to}`);
+
+async function readVerified(kv: Kv, hasher: Hasher, seq: number): Promise<FactEntry | LogDamage> {
+  const bytes = await kv.get("log", seqKey(seq));
+  if (bytes === undefined) return { reason: `entry ${seq} is missing`, seq, missing: { from: seq, to: seq } };
+  try {
+    return decodeEntry(bytes, seq, hasher, kv.location);
+  } catch (error) {
+    return { reason: `entry ${seq} is damaged (${(error as EvidenceError).data?.reason ?? "unreadable"})`, seq };
+  }
+}
+
+/** Map a failed durable write to `ASP_EVIDENCE_WRITE_FAILED`, naming the errno when one can be told. */
+function writeFailed(error: unknown, stage: "log" | "anchor", location: string): EvidenceError {
+  const e = error as { code?: unknown; message?: unknown; cause?: { message?: unknown } } | null;
+  const text = `${String(e?.message ?? "")} ${String(e?.cause?.message ?? "")}`;
+  const errno =
+    typeof e?.code === "string" && /^E[A-Z]+$/.test(e.code)
+      ? e.code
+      : /No space left/i.test(text)
+        ? "ENOSPC"
+        : /File too large/i.test(text)
+          ? "EFBIG"
+          : /I\/O error|Input\/output/i.test(text)
+            ? "EIO"
+            : null;
+  return new EvidenceError(
+    "ASP_EVIDENCE_WRITE_FAILED",
+    `an append to the evidence store at ${location} could not be made durable (${stage}: ${errno ?? "write failed"}); it was not acknowledged, and this handle takes no more appends: reopen the store`,
+    { cause: error, data: { path: location, stage, errno } },
+  );
+}
+
+/** Options of {@link createKvFactLog}. */
+export interface KvFactLogOptions {
+  /** The anchor to advance after every durable append (level stores); none in memory. */
+  readonly anchor?: Anchor;
+  /** Refuse appends and index rebuilds (`ASP_EVIDENCE_READ_ONLY`). */
+  readonly readOnly?: boolean;
+}
+
+/** Most append calls committed together in one batch (group commit). */
+const MAX_GROUP = 256;
+
+interface PendingAppend {
+  readonly prepared: Prepared[];
+  readonly at: string;
+  readonly resolve: (entries: FactEntry[]) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The {@link FactLog} over a Kv. `onClose` closes the shared store. Across processes the
+ * database lock makes this the only writer; in process, appends are group-committed: calls that
+ * arrive while a batch is being made durable go together into the next batch, so concurrent
+ * callers share one log sync and one anchor write.
  */
 export async function createKvFactLog(
   kv: Kv,
   hasher: Hasher,
   clock: Clock,
   onClose: () => Promise<void>,
+  options: KvFactLogOptions = {},
 ): Promise<FactLog> {
   const meta: Meta = { head: await readHead(kv) };
   const loc = kv.location;
+  const anchor = options.anchor;
   let queue: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = queue.then(fn, fn);
     queue = run.catch(() => undefined);
     return run;
   };
+  const readOnly = (what: string): EvidenceError =>
+    new EvidenceError("ASP_EVIDENCE_READ_ONLY", `cannot ${what}: the evidence store at ${loc} was opened read-only`, {
+      data: { path: loc },
+    });
 
   const readRaw = async (seq: number): Promise<FactEntry | undefined> => {
     const bytes = await kv.get("log", seqKey(seq));
     return bytes === undefined ? undefined : decodeEntry(bytes, seq, hasher, loc);
   };
-
   /** Read with the link check: the successor's `prev` (or the head) must name this digest. */
   const read = async (seq: number): Promise<FactEntry> => {
     if (!Number.isSafeInteger(seq) || seq < 1) bad("seq must be a positive integer", { seq });
@@ -282,41 +434,80 @@ export async function createKvFactLog(
   const indexState = await kv.get("meta", "indexes");
   if (indexState !== undefined && toText(indexState) !== '"valid"') await serial(rebuild);
 
-  const log: FactLog = {
-    append: (inputs) =>
-      serial(async () => {
-        if (!Array.isArray(inputs)) bad("append takes an array of facts", {});
-        if (inputs.length === 0) return [];
-        const prepared = inputs.map(prepare);
-        const at = clock.now().toISOString();
-        let head = meta.head;
-        const ops: KvOp[] = [];
-        const out: FactEntry[] = [];
-        for (const p of prepared) {
-          const seq = (head?.seq ?? 0) + 1;
-          const prev = head?.digest ?? null;
-          const body = bodyText(seq, at, p, prev);
-          const digest = digestBytes(toBytes(body), hasher);
-          ops.push({ type: "put", space: "log", key: seqKey(seq), value: toBytes(storedText(body, digest)) });
-          const entry: FactEntry = {
-            seq,
-            kind: p.kind,
-            record: p.record,
-            at,
-            index: p.index,
-            state: p.state,
-            prev,
-            digest,
-          };
-          ops.push(...indexOps(entry));
-          out.push(entry);
-          head = { seq, digest };
+  let failure: EvidenceError | undefined;
+  /** Commit a group of append calls in one synced batch, then anchor its head; one result per call. */
+  const commit = async (group: readonly PendingAppend[]): Promise<FactEntry[][]> => {
+    if (failure !== undefined) throw failure;
+    let head = meta.head;
+    const ops: KvOp[] = [];
+    const outs: FactEntry[][] = [];
+    for (const call of group) {
+      const out: FactEntry[] = [];
+      for (const p of call.prepared) {
+        const { entry, ops: entryOps } = chainEntry((head?.seq ?? 0) + 1, call.at, p, head?.digest ?? null, hasher);
+        ops.push(...entryOps);
+        out.push(entry);
+        head = { seq: entry.seq, digest: entry.digest };
+      }
+      outs.push(out);
+    }
+    if (head === null) return outs;
+    ops.push(headOp(head));
+    try {
+      await kv.batch(ops, true);
+    } catch (error) {
+      if ((error as EvidenceError).code === "ASP_EVIDENCE_STORE_CLOSED") throw error;
+      // Whether any of the batch reached the disk is unknown: no more appends through this handle.
+      failure = writeFailed(error, "log", loc);
+      throw failure;
+    }
+    meta.head = head;
+    if (anchor !== undefined) {
+      try {
+        // Only after the batch is durable: the anchor never names an entry the log may lack.
+        await anchor.write(head);
+      } catch (error) {
+        failure = writeFailed(error, "anchor", loc);
+        throw failure;
+      }
+    }
+    return outs;
+  };
+
+  let pending: PendingAppend[] = [];
+  let draining = false;
+  const drain = async (): Promise<void> => {
+    draining = true;
+    try {
+      while (pending.length > 0) {
+        const group = pending.slice(0, MAX_GROUP);
+        pending = pending.slice(MAX_GROUP);
+        try {
+          const outs = await serial(() => commit(group));
+          group.forEach((call, i) => {
+            call.resolve(outs[i] as FactEntry[]);
+          });
+        } catch (error) {
+          for (const call of group) call.reject(error);
         }
-        if (head !== null) ops.push(headOp(head));
-        await kv.batch(ops, true);
-        meta.head = head;
-        return out;
-      }),
+      }
+    } finally {
+      draining = false;
+    }
+  };
+
+  const log: FactLog = {
+    async append(inputs) {
+      if (options.readOnly) throw readOnly("append");
+      if (!Array.isArray(inputs)) bad("append takes an array of facts", {});
+      if (inputs.length === 0) return [];
+      const prepared = inputs.map(prepare);
+      const at = clock.now().toISOString();
+      return new Promise<FactEntry[]>((resolve, reject) => {
+        pending.push({ prepared, at, resolve, reject });
+        if (!draining) void drain();
+      });
+    },
     read,
     async readByDigest(digest) {
       assertDigest(digest, "fact digest");
@@ -372,7 +563,13 @@ export async function createKvFactLog(
       return out;
     },
     head: async () => meta.head,
-    async verify(): Promise<VerifyResult> {
+    async verify(verifyOptions: VerifyOptions = {}): Promise<VerifyResult> {
+      const anchored = anchor?.current();
+      const expect = verifyOptions.expectHead;
+      // Digests at the seqs the chain must pass through: the anchored head and the expected one.
+      const wanted = new Map<number, Digest | null>();
+      if (anchored !== undefined && anchored.seq > 0) wanted.set(anchored.seq, null);
+      if (expect !== undefined) wanted.set(expect.seq, null);
       let expected = 1;
       let prev: Digest | null = null;
       const fail = (seq: number, reason: string): VerifyResult => ({ ok: false, entries: expected - 1, seq, reason });
@@ -386,19 +583,38 @@ export async function createKvFactLog(
           return fail(seq, (error as EvidenceError).data?.reason as string);
         }
         if (e.prev !== prev) return fail(seq, "prev does not match the previous entry");
+        if (wanted.has(seq)) wanted.set(seq, e.digest);
         prev = e.digest;
         expected++;
       }
       const count = expected - 1;
       const head = await readHead(kv);
-      if (head === null)
-        return count === 0 ? { ok: true, entries: 0, head: null } : fail(1, "entries exist but the head is missing");
-      if (head.seq > count) return fail(count + 1, "entry is missing below the head");
-      if (head.seq < count) return fail(head.seq + 1, "entry lies beyond the head");
-      if (head.digest !== prev) return fail(count, "digest differs from the head");
-      return { ok: true, entries: count, head };
+      if (head === null) {
+        if (count !== 0) return fail(1, "entries exist but the head is missing");
+      } else {
+        if (head.seq > count) return fail(count + 1, "entry is missing below the head");
+        if (head.seq < count) return fail(head.seq + 1, "entry lies beyond the head");
+        if (head.digest !== prev) return fail(count, "digest differs from the head");
+      }
+      if (anchored !== undefined && anchored.seq > 0) {
+        if (anchored.seq > count)
+          return fail(count + 1, `the log ends before the anchored head (seq ${anchored.seq}): entries are missing`);
+        if (wanted.get(anchored.seq) !== anchored.digest)
+          return fail(anchored.seq, "entry is not the anchored head (the chain was restarted or replaced)");
+      }
+      if (expect !== undefined) {
+        if (expect.seq > count)
+          return fail(count + 1, `the expected head seq ${expect.seq} is beyond the end of the log (seq ${count})`);
+        if (wanted.get(expect.seq) !== expect.digest)
+          return fail(expect.seq, "entry is not the expected head (the chain does not pass through it)");
+      }
+      const anchorHead =
+        anchored === undefined || anchored.seq === 0 || anchored.digest === null
+          ? null
+          : { seq: anchored.seq, digest: anchored.digest };
+      return { ok: true, entries: count, head, anchored: anchorHead };
     },
-    rebuildIndexes: () => serial(rebuild),
+    rebuildIndexes: () => (options.readOnly ? Promise.reject(readOnly("rebuild indexes")) : serial(rebuild)),
     close: onClose,
   };
   return log;

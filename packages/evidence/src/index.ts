@@ -5,11 +5,15 @@
  * - RFC 8785 canonical JSON and `sha256:<hex>` digests behind a {@link Hasher} port,
  * - git-like blobs, trees and changesets; worktree and git revision snapshots with equal ids,
  * - a level-backed object store and hash-chained fact log (plus an in-memory twin for tests),
+ *   whose head is anchored outside the log, so a log that lost entries is refused, never
+ *   silently continued; read-only snapshots, waiting for a held store, check, salvage, backup,
  * - immutable evidence snapshots that bundle refs and verify them end to end.
  *
  * @packageDocumentation
  */
 
+export type { BackupResult } from "./backup.js";
+export { backupStore } from "./backup.js";
 export type { JsonValue } from "./canonical.js";
 export { canonicalBytes, canonicalize, digest, parseCanonical } from "./canonical.js";
 export type { EvidenceErrorCode } from "./errors.js";
@@ -28,6 +32,9 @@ export type { GitSnapshot, GitSnapshotOptions } from "./git.js";
 export { snapshotGitRevision } from "./git.js";
 export type { Digest, Hasher } from "./hash.js";
 export { assertDigest, createNobleHasher, createNodeHasher, defaultHasher, digestBytes, isDigest } from "./hash.js";
+export { formatHead, parseHead } from "./head.js";
+export type { WaitProgress } from "./lock.js";
+export { DEFAULT_WAIT_MS } from "./lock.js";
 export type {
   Change,
   Changeset,
@@ -42,6 +49,15 @@ export type {
 export { blobDigest, changesetDigest, decodeTree, diffTrees, encodeTree, FILE_MODES, listTree } from "./objects.js";
 export { createMemoryStore, openStore } from "./open.js";
 export { assertEntryName, assertPath, isNormalizedPath, normalizePath } from "./paths.js";
+export type {
+  LostRange,
+  SalvageOptions,
+  SalvageResult,
+  StoreCheck,
+  StoreDamage,
+  StoreDamageKind,
+} from "./recovery.js";
+export { checkStore, SALVAGE_KIND, salvageStore } from "./recovery.js";
 export type { StatCache } from "./stat-cache.js";
 export { createStatCache } from "./stat-cache.js";
 export type {
@@ -55,9 +71,11 @@ export type {
   InjectionToken,
   ObjectKind,
   ObjectStore,
+  OpenStoreOptions,
   Store,
   StoredObject,
   StoreOptions,
+  VerifyOptions,
   VerifyResult,
 } from "./store.js";
 export { TOKENS } from "./tokens.js";

@@ -1,7 +1,6 @@
-import { mkdir, open as openFile, readdir, readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
 import { Level } from "level";
 import { EvidenceError } from "./errors.js";
+import { type WaitProgress, waitForLock } from "./lock.js";
 
 /**
  * The storage seam under the object store and the fact log: named keyspaces with string keys and
@@ -36,17 +35,13 @@ export interface Kv {
   /** All ops commit or none; with `sync` it resolves only after the write is on disk. */
   batch(ops: readonly KvOp[], sync: boolean): Promise<void>;
   entries(space: Space, range?: KvRange): AsyncIterable<[string, Uint8Array]>;
+  /** Keys only, in order (cheaper than {@link entries} when the values are not needed). */
+  keys(space: Space, range?: KvRange): AsyncIterable<string>;
   clear(space: Space): Promise<void>;
   /** True when the database holds any key at all, in any space or outside them. */
   hasAnyKey(): Promise<boolean>;
   close(): Promise<void>;
 }
-
-/** The file that marks a directory as an evidence store (written before the database). */
-export const MARKER_FILE = "ASP-EVIDENCE-STORE.json";
-/** Store format this code writes and reads. */
-export const STORE_FORMAT = "@asp/evidence-store";
-export const STORE_VERSION = 1;
 
 const utf8 = new TextEncoder();
 const EMPTY = new Uint8Array();
@@ -67,7 +62,7 @@ export function createMemoryKv(): Kv {
     if (closed) throw closedError("memory:");
     return spaces.get(s) as Map<string, Uint8Array>;
   };
-  return {
+  const kv: Kv = {
     location: "memory:",
     async get(s, key) {
       const v = space(s).get(key);
@@ -103,6 +98,9 @@ export function createMemoryKv(): Kv {
         if (v !== undefined) yield [k, v.slice()];
       }
     },
+    async *keys(s, range = {}) {
+      for await (const [k] of kv.entries(s, range)) yield k;
+    },
     async clear(s) {
       space(s).clear();
     },
@@ -113,95 +111,11 @@ export function createMemoryKv(): Kv {
       closed = true;
     },
   };
+  return kv;
 }
 
 type Db = Level<string, Uint8Array>;
 type Sub = ReturnType<Db["sublevel"]>;
-
-async function dirEntries(dir: string): Promise<string[] | undefined> {
-  try {
-    return await readdir(dir);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    if (code === "ENOTDIR") {
-      throw new EvidenceError("ASP_EVIDENCE_NOT_A_STORE", `${dir} is a file, not an evidence store directory`, {
-        data: { path: dir },
-      });
-    }
-    throw new EvidenceError("ASP_EVIDENCE_IO", `cannot read ${dir}: ${code ?? "error"}`, {
-      cause: error,
-      data: { path: dir },
-    });
-  }
-}
-
-async function writeMarker(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const fh = await openFile(join(dir, MARKER_FILE), "wx");
-  try {
-    await fh.writeFile(`${JSON.stringify({ format: STORE_FORMAT, version: STORE_VERSION })}\n`);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function checkMarker(dir: string): Promise<void> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await readFile(join(dir, MARKER_FILE), "utf8"));
-  } catch (cause) {
-    throw new EvidenceError("ASP_EVIDENCE_STORE_CORRUPT", `the store marker ${MARKER_FILE} in ${dir} is unreadable`, {
-      cause,
-      data: { path: dir },
-    });
-  }
-  const m = parsed as { format?: unknown; version?: unknown } | null;
-  if (m === null || typeof m !== "object" || m.format !== STORE_FORMAT || typeof m.version !== "number") {
-    throw new EvidenceError(
-      "ASP_EVIDENCE_NOT_A_STORE",
-      `${dir} has a ${MARKER_FILE} that is not an evidence store marker`,
-      {
-        data: { path: dir },
-      },
-    );
-  }
-  if (m.version > STORE_VERSION) {
-    throw new EvidenceError(
-      "ASP_EVIDENCE_UNSUPPORTED_FORMAT",
-      `the evidence store at ${dir} has format version ${m.version}; this build reads up to ${STORE_VERSION}: upgrade @asp/evidence`,
-      { data: { path: dir, version: m.version } },
-    );
-  }
-}
-
-/**
- * Check LevelDB's CURRENT -> MANIFEST pointer before LevelDB sees the directory, so a store
- * whose pointer is gone or garbage is refused without LevelDB touching any file in it.
- */
-async function checkCurrent(dir: string, entries: readonly string[]): Promise<void> {
-  const corrupt = (why: string, cause?: unknown): never => {
-    throw new EvidenceError(
-      "ASP_EVIDENCE_STORE_CORRUPT",
-      `the evidence store at ${dir} is damaged (${why}); it was left untouched`,
-      {
-        ...(cause === undefined ? {} : { cause }),
-        data: { path: dir, reason: why },
-      },
-    );
-  };
-  if (!entries.includes("CURRENT")) corrupt("CURRENT is missing");
-  let current = "";
-  try {
-    current = await readFile(join(dir, "CURRENT"), "utf8");
-  } catch (cause) {
-    corrupt("CURRENT is unreadable", cause);
-  }
-  const m = /^(MANIFEST-\d+)\n$/.exec(current);
-  if (m === null) corrupt("CURRENT does not name a manifest");
-  else if (!entries.includes(m[1] as string)) corrupt(`${m[1]} is missing`);
-}
 
 function codeOf(error: unknown): string | undefined {
   const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
@@ -210,53 +124,85 @@ function codeOf(error: unknown): string | undefined {
   return typeof e?.code === "string" ? e.code : undefined;
 }
 
+/** Options of {@link openLevelKv}. */
+export interface LevelKvOptions {
+  /** Create the database when it does not exist (a new or unborn store only). */
+  readonly create: boolean;
+  /** How long to wait for a store another process holds (ms); 0 fails at once. */
+  readonly waitMs: number;
+  readonly onWait?: ((progress: WaitProgress) => void) | undefined;
+  /** The path errors and `location` name, when the database is a private copy of that store. */
+  readonly label?: string;
+  /** Runs right before each open attempt (a check that must see the files before level does). */
+  readonly beforeAttempt?: () => Promise<void>;
+}
+
+function corruptOpen(location: string, error: unknown): EvidenceError {
+  const code = codeOf(error);
+  const detail = (error as { cause?: { message?: unknown } } | null)?.cause?.message;
+  return new EvidenceError(
+    "ASP_EVIDENCE_STORE_CORRUPT",
+    `the evidence store at ${location} cannot be opened (${code ?? "unknown error"}${typeof detail === "string" ? `: ${detail}` : ""})`,
+    {
+      cause: error,
+      data: {
+        path: location,
+        levelCode: code ?? null,
+        reason: `the database does not open${typeof detail === "string" ? ` (${detail})` : ""}`,
+      },
+    },
+  );
+}
+
 /**
- * Open (or create) the level database at `dir`. A missing or empty directory becomes a new store
- * (marker file first, then the database). A non-empty directory must carry the marker; it is
- * never re-created or truncated.
+ * Open the level database at `location` (an absolute path the caller classified with
+ * `inspectDir`). While another process holds it, wait up to `waitMs`.
+ *
+ * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (with the holder's pid) once the wait runs
+ *   out, `ASP_EVIDENCE_STORE_CORRUPT` when level refuses the database.
  */
-export async function openLevelKv(dir: string): Promise<Kv> {
-  const location = resolve(dir);
-  const entries = await dirEntries(location);
-  let create = false;
-  if (entries === undefined || entries.length === 0) {
-    await writeMarker(location);
-    create = true;
-  } else if (!entries.includes(MARKER_FILE)) {
-    throw new EvidenceError(
-      "ASP_EVIDENCE_NOT_A_STORE",
-      `${location} is not empty and is not an evidence store (no ${MARKER_FILE}); refusing to open it. Point the store at an empty or new directory`,
-      { data: { path: location } },
-    );
-  } else {
-    await checkMarker(location);
-    // Only our marker: a creation that was interrupted before the database existed.
-    create = entries.length === 1;
-    if (!create) await checkCurrent(location, entries);
-  }
-  const db: Db = new Level<string, Uint8Array>(location, {
-    keyEncoding: "utf8",
-    valueEncoding: "view",
-    createIfMissing: create,
-    errorIfExists: false,
-  });
-  try {
-    await db.open();
-  } catch (error) {
-    const code = codeOf(error);
-    if (code === "LEVEL_LOCKED") {
-      throw new EvidenceError(
-        "ASP_EVIDENCE_STORE_LOCKED",
-        `the evidence store at ${location} is locked by another process (or another open handle); close it first`,
-        { cause: error, data: { path: location } },
-      );
-    }
-    throw new EvidenceError(
-      "ASP_EVIDENCE_STORE_CORRUPT",
-      `the evidence store at ${location} cannot be opened (${code ?? "unknown error"}); it was left untouched`,
-      { cause: error, data: { path: location, levelCode: code ?? null } },
-    );
-  }
+export async function openLevelKv(dbDir: string, options: LevelKvOptions): Promise<Kv> {
+  const location = options.label ?? dbDir;
+  const db = await waitForLock(
+    dbDir,
+    async () => {
+      await options.beforeAttempt?.();
+      const candidate: Db = new Level<string, Uint8Array>(dbDir, {
+        keyEncoding: "utf8",
+        valueEncoding: "view",
+        createIfMissing: options.create,
+        errorIfExists: false,
+      });
+      try {
+        await candidate.open();
+        return candidate;
+      } catch (error) {
+        if (codeOf(error) === "LEVEL_LOCKED") return "locked" as const;
+        throw corruptOpen(location, error);
+      }
+    },
+    options.waitMs,
+    options.onWait,
+  );
+  return levelKv(location, db);
+}
+
+/**
+ * LevelDB's own repair (`RepairDB`: rebuild the manifest from every table and log it can read).
+ * Only ever run on a private copy of a store, never on the store itself.
+ */
+export async function repairLevel(location: string): Promise<void> {
+  await (Level as unknown as { repair(location: string): Promise<void> }).repair(location);
+}
+
+function levelRange(range: KvRange): Record<string, unknown> {
+  const opts: Record<string, unknown> = {};
+  for (const k of ["gt", "gte", "lt", "lte", "reverse", "limit"] as const)
+    if (range[k] !== undefined) opts[k] = range[k];
+  return opts;
+}
+
+function levelKv(location: string, db: Db): Kv {
   const subs = new Map<Space, Sub>();
   for (const s of SPACES) {
     subs.set(s, db.sublevel<string, Uint8Array>(s, { keyEncoding: "utf8", valueEncoding: "view" }) as unknown as Sub);
@@ -271,10 +217,15 @@ export async function openLevelKv(dir: string): Promise<Kv> {
       return await p();
     } catch (error) {
       if (closed) throw closedError(location);
-      if (codeOf(error) === "LEVEL_CORRUPTION") {
-        throw new EvidenceError("ASP_EVIDENCE_STORE_CORRUPT", `the evidence store at ${location} reported corruption`, {
+      const code = codeOf(error);
+      // Reads hit a damaged or cut table file: level says CORRUPTION or IO_ERROR (e.g. a table
+      // shorter than its footer). Both are damage to the store, never a value to go on with.
+      if (code === "LEVEL_CORRUPTION" || code === "LEVEL_IO_ERROR") {
+        const detail = (error as { cause?: { message?: unknown }; message?: unknown }).cause?.message;
+        const why = `level could not read the database (${String(detail ?? (error as Error).message)})`;
+        throw new EvidenceError("ASP_EVIDENCE_STORE_CORRUPT", `the evidence store at ${location} is damaged: ${why}`, {
           cause: error,
-          data: { path: location },
+          data: { path: location, reason: why, levelCode: code },
         });
       }
       throw error;
@@ -298,13 +249,22 @@ export async function openLevelKv(dir: string): Promise<Kv> {
         return batch.write({ sync });
       }),
     async *entries(s, range = {}) {
-      const opts: Record<string, unknown> = {};
-      for (const k of ["gt", "gte", "lt", "lte", "reverse", "limit"] as const)
-        if (range[k] !== undefined) opts[k] = range[k];
-      const it = sub(s).iterator(opts);
+      const it = sub(s).iterator(levelRange(range));
       try {
         for (;;) {
           const batch = (await wrap(() => it.nextv(1000))) as Array<[string, Uint8Array]>;
+          if (batch.length === 0) break;
+          yield* batch;
+        }
+      } finally {
+        await it.close();
+      }
+    },
+    async *keys(s, range = {}) {
+      const it = sub(s).keys(levelRange(range));
+      try {
+        for (;;) {
+          const batch = (await wrap(() => it.nextv(1000))) as string[];
           if (batch.length === 0) break;
           yield* batch;
         }

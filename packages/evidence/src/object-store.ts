@@ -14,8 +14,12 @@ function integrity(kind: ObjectKind, digest: Digest, actual: Digest): EvidenceEr
   );
 }
 
-/** The {@link ObjectStore} over a Kv (level or memory). */
-export function createKvObjectStore(kv: Kv, hasher: Hasher): ObjectStore {
+/** The {@link ObjectStore} over a Kv (level or memory); `readOnly` refuses every put. */
+export function createKvObjectStore(
+  kv: Kv,
+  hasher: Hasher,
+  options: { readonly readOnly?: boolean } = {},
+): ObjectStore {
   const read = async (kind: ObjectKind, id: Digest): Promise<Uint8Array> => {
     assertDigest(id, `${kind} id`);
     const bytes = await kv.get(kind, id);
@@ -29,6 +33,13 @@ export function createKvObjectStore(kv: Kv, hasher: Hasher): ObjectStore {
     return bytes;
   };
   const putMany = async (objects: readonly StoredObject[]): Promise<number> => {
+    if (options.readOnly) {
+      throw new EvidenceError(
+        "ASP_EVIDENCE_READ_ONLY",
+        `cannot store objects: the evidence store at ${kv.location} was opened read-only`,
+        { data: { path: kv.location } },
+      );
+    }
     for (const o of objects) {
       assertDigest(o.digest, `${o.kind} id`);
       const actual = digestBytes(o.bytes, hasher);

@@ -1,5 +1,6 @@
 import type { JsonValue } from "./canonical.js";
 import type { Digest, Hasher } from "./hash.js";
+import type { WaitProgress } from "./lock.js";
 import type { Tree, TreeEntry } from "./objects.js";
 
 /** Object kinds the {@link ObjectStore} keeps apart. */
@@ -92,10 +93,29 @@ export interface FactQuery {
   readonly reverse?: boolean;
 }
 
-/** Outcome of {@link FactLog.verify}: either the whole chain holds, or the first bad seq. */
+/**
+ * Outcome of {@link FactLog.verify}: either the whole chain holds (and reaches the anchored head
+ * and the expected head, when there are ones), or the first bad seq and why.
+ */
 export type VerifyResult =
-  | { readonly ok: true; readonly entries: number; readonly head: FactLogHead | null }
+  | {
+      readonly ok: true;
+      readonly entries: number;
+      readonly head: FactLogHead | null;
+      /** The anchored head the chain was proven to reach (`null` in memory or for an empty log). */
+      readonly anchored?: FactLogHead | null;
+    }
   | { readonly ok: false; readonly entries: number; readonly seq: number; readonly reason: string };
+
+/** Options of {@link FactLog.verify}. */
+export interface VerifyOptions {
+  /**
+   * A head recorded elsewhere earlier (a CI log, a checkpoint): the chain must pass through it,
+   * i.e. hold an entry at its seq with its digest. A store deleted and rebuilt, or a chain that
+   * restarted, fails this even when its own chain verifies.
+   */
+  readonly expectHead?: FactLogHead;
+}
 
 /**
  * The durable, append-only, hash-chained fact log (DI token `TOKENS.FactLog`, DESIGN §8).
@@ -103,10 +123,13 @@ export type VerifyResult =
  */
 export interface FactLog {
   /**
-   * Append entries, their index rows and state rows in one atomic batch with `sync: true`;
-   * resolves only once durable, with the committed entries.
+   * Append entries, their index rows and state rows in one atomic batch with `sync: true`, then
+   * make the new head the anchored head (level stores); resolves only once both are durable,
+   * with the committed entries. Calls made while a batch is in flight are committed together.
    * @throws EvidenceError `ASP_EVIDENCE_BAD_OBJECT` (bad kind/index/state), `ASP_EVIDENCE_NON_CANONICAL_VALUE`
-   *   (record), `ASP_EVIDENCE_STORE_CLOSED`. Nothing is written when any entry is bad.
+   *   (record), `ASP_EVIDENCE_STORE_CLOSED`, `ASP_EVIDENCE_READ_ONLY`; nothing is written when any
+   *   entry is bad. `ASP_EVIDENCE_WRITE_FAILED` when the batch or the anchor could not be made
+   *   durable (disk full, I/O error): not acknowledged, and the handle takes no more appends.
    */
   append(entries: readonly FactInput[]): Promise<FactEntry[]>;
   /**
@@ -131,11 +154,15 @@ export interface FactLog {
   list(query?: FactQuery): Promise<FactEntry[]>;
   /** The last committed entry, or `null` for an empty log. */
   head(): Promise<FactLogHead | null>;
-  /** Walk the whole chain; names the first bad seq. Never throws for a broken chain. */
-  verify(): Promise<VerifyResult>;
+  /**
+   * Walk the whole chain, re-hashing every entry; check it reaches the anchored head and, when
+   * given, `expectHead`. Names the first bad seq. Never throws for a broken chain.
+   */
+  verify(options?: VerifyOptions): Promise<VerifyResult>;
   /**
    * Drop and rebuild every secondary index (kind, index keys, state, digest) from the log.
-   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify (indexes stay marked stale).
+   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify (indexes stay marked stale),
+   *   `ASP_EVIDENCE_READ_ONLY`.
    */
   rebuildIndexes(): Promise<void>;
   /** Close the store this log belongs to (the object store closes with it). */
@@ -153,6 +180,11 @@ export interface Store {
   readonly location: string;
   /** Random id of this store, fixed at creation. */
   readonly id: string;
+  /**
+   * Opened read-only: a private snapshot of the store, taken without its lock (a writer is never
+   * blocked); writes fail with `ASP_EVIDENCE_READ_ONLY`.
+   */
+  readonly readOnly: boolean;
   readonly log: FactLog;
   readonly objects: ObjectStore;
   readonly hasher: Hasher;
@@ -166,6 +198,23 @@ export interface StoreOptions {
   readonly clock?: Clock;
   /** Defaults to the `node:crypto` hasher. */
   readonly hasher?: Hasher;
+}
+
+/** Options of `openStore`. */
+export interface OpenStoreOptions extends StoreOptions {
+  /**
+   * Open a private snapshot of the store without taking its lock, so a writer is never blocked
+   * (ADR 0003). The snapshot is proven against the anchored head read before it was taken;
+   * writes through it fail with `ASP_EVIDENCE_READ_ONLY`. Default false.
+   */
+  readonly readOnly?: boolean;
+  /**
+   * How long a writable open waits for a store another process holds, in ms (default 30,000;
+   * 0 fails at once). Ignored when `readOnly`.
+   */
+  readonly waitMs?: number;
+  /** Called about once a second while waiting, with the holder's pid when known. */
+  readonly onWait?: (progress: WaitProgress) => void;
 }
 
 /** A typed DI token: a symbol that remembers the type it resolves to (tsyringe accepts symbols). */

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openStore } from "../src/index.js";
-import { dumpSpace, ensureBuilt, tempDir, withRawLevel } from "./helpers/tmp.js";
+import { dumpSpace, ensureBuilt, parseAcks, tempDir, withRawLevel } from "./helpers/tmp.js";
 
 const CHILD = new URL("./fixtures/append-loop.mjs", import.meta.url).pathname;
 const KILLS = 50;
@@ -51,14 +51,7 @@ function runAndKill(entry: string, dir: string, when: { afterReady: number } | {
         reject(new Error(`appender exited by itself (code ${code}): ${err}`));
         return;
       }
-      // Only complete lines count as acknowledged: a line cut by the kill was never a promise.
-      const lines = out.split("\n").slice(0, -1);
-      const acks = lines
-        .filter((l) => l.startsWith("ack "))
-        .map((l) => {
-          const [, seq, digest] = l.split(" ");
-          return [Number(seq), digest as string] as [number, string];
-        });
+      const acks = parseAcks(out).map(({ seq, digest }) => [seq, digest] as [number, string]);
       resolve({ acks, signal });
     });
   });

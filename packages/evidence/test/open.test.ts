@@ -3,8 +3,8 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { join } from "node:path";
 import { Level } from "level";
 import { afterEach, describe, expect, it } from "vitest";
-import { createMemoryStore, openStore, type Store, TOKENS } from "../src/index.js";
-import { ensureBuilt, tempDir } from "./helpers/tmp.js";
+import { createMemoryStore, type OpenStoreOptions, openStore, type Store, TOKENS } from "../src/index.js";
+import { ensureBuilt, tempDir, withRawLevel } from "./helpers/tmp.js";
 
 const HOLD = new URL("./fixtures/hold-store.mjs", import.meta.url).pathname;
 const open: Store[] = [];
@@ -12,8 +12,8 @@ afterEach(async () => {
   for (const s of open.splice(0)) await s.close();
 });
 
-async function expectRefused(dir: string, code: string): Promise<void> {
-  const error = await openStore(dir).then(
+async function expectRefused(dir: string, code: string, options: OpenStoreOptions = {}): Promise<unknown> {
+  const error = await openStore(dir, options).then(
     (s) => {
       open.push(s);
       return undefined;
@@ -23,6 +23,7 @@ async function expectRefused(dir: string, code: string): Promise<void> {
   expect(error).toMatchObject({ code });
   // The error names the path, so an operator knows which directory to look at.
   expect((error as { data: { path: string } }).data.path).toBe(dir);
+  return error;
 }
 
 const listing = (dir: string): string[] => readdirSync(dir).sort();
@@ -145,11 +146,12 @@ describe("openStore", () => {
   });
 
   describe("when the store is already open", () => {
-    it("gives a second handle in the same process STORE_LOCKED", async () => {
+    it("gives a second handle in the same process STORE_LOCKED once its wait runs out, naming this pid", async () => {
       const dir = await madeStore();
       const first = await openStore(dir);
       open.push(first);
-      await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED");
+      const error = await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED", { waitMs: 0 });
+      expect(error).toMatchObject({ data: { pid: process.pid } });
     });
 
     it("gives a second process STORE_LOCKED while the first holds it, and opens once it is released", async () => {
@@ -166,12 +168,72 @@ describe("openStore", () => {
         child.on("exit", () => reject(new Error(`child exited: ${out}`)));
       });
       expect(out).toBe("opened\n");
-      await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED");
+      const error = await expectRefused(dir, "ASP_EVIDENCE_STORE_LOCKED", { waitMs: 0 });
+      expect(error).toMatchObject({ data: { pid: child.pid } });
       child.stdin.end();
       expect(await exited).toBe(0);
       const store = await openStore(dir);
       open.push(store);
       expect(await store.log.verify()).toMatchObject({ ok: true, entries: 1 });
+    });
+  });
+});
+
+describe("openStore of a store written before anchors (marker version 1)", () => {
+  /** A current store made to look like one from before the anchor: no anchor file, marker v1. */
+  async function legacy(): Promise<string> {
+    const dir = await madeStore();
+    rmSync(join(dir, "ASP-EVIDENCE-HEAD"));
+    writeFileSync(join(dir, "ASP-EVIDENCE-STORE.json"), JSON.stringify({ format: "@asp/evidence-store", version: 1 }));
+    return dir;
+  }
+
+  describe("when its chain verifies", () => {
+    it("anchors it at its head on the next writable open, and from then on requires the anchor", async () => {
+      const dir = await legacy();
+      const store = await openStore(dir);
+      const head = await store.log.head();
+      await store.close();
+      expect(JSON.parse(readFileSync(join(dir, "ASP-EVIDENCE-STORE.json"), "utf8"))).toMatchObject({ version: 2 });
+      const again = await openStore(dir);
+      open.push(again);
+      expect(await again.log.verify()).toMatchObject({ ok: true, entries: 1, anchored: head });
+      await again.close();
+      open.pop();
+      rmSync(join(dir, "ASP-EVIDENCE-HEAD"));
+      await expectRefused(dir, "ASP_EVIDENCE_STORE_CORRUPT");
+    });
+
+    it("opens read-only without anchoring it", async () => {
+      const dir = await legacy();
+      const store = await openStore(dir, { readOnly: true });
+      open.push(store);
+      expect(await store.log.verify()).toMatchObject({ ok: true, entries: 1 });
+      expect(readdirSync(dir)).not.toContain("ASP-EVIDENCE-HEAD");
+    });
+  });
+
+  describe("when its chain does not verify", () => {
+    it("refuses with STORE_CORRUPT and does not anchor a broken chain", async () => {
+      const dir = await legacy();
+      await withRawLevel(dir, async (db) => {
+        const log = db.sublevel<string, Uint8Array>("log", { keyEncoding: "utf8", valueEncoding: "view" });
+        const key = "0000000000000001";
+        const text = Buffer.from((await log.get(key)) as Uint8Array).toString("utf8");
+        await log.put(key, new TextEncoder().encode(text.replace('"keep":"me"', '"keep":"it"')));
+      });
+      await expectRefused(dir, "ASP_EVIDENCE_STORE_CORRUPT");
+      expect(readdirSync(dir)).not.toContain("ASP-EVIDENCE-HEAD");
+    });
+  });
+});
+
+describe("openStore read-only", () => {
+  describe("when there is no store yet", () => {
+    it("refuses with NOT_A_STORE and creates nothing", async () => {
+      const dir = join(tempDir(), "none");
+      await expectRefused(dir, "ASP_EVIDENCE_NOT_A_STORE", { readOnly: true });
+      expect(readdirSync(join(dir, ".."))).toEqual([]);
     });
   });
 });

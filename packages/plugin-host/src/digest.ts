@@ -22,6 +22,19 @@ export interface PluginDigest {
   readonly files: number;
 }
 
+/** One regular file of a plugin snapshot: exactly the bytes that were hashed. */
+export interface PluginFile {
+  /** Path inside the plugin folder, `/`-separated. */
+  readonly path: string;
+  readonly executable: boolean;
+  readonly bytes: Uint8Array;
+}
+
+/** A plugin folder read once: its digest and the very bytes it was computed from. */
+export interface PluginSnapshot extends PluginDigest {
+  readonly entries: readonly PluginFile[];
+}
+
 /** True when `target` is `root` or inside it. */
 export function isInside(root: string, target: string): boolean {
   return target === root || target.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
@@ -35,15 +48,13 @@ function io(path: string, what: string, error: unknown): PluginError {
 }
 
 /**
- * Compute a plugin's digest: the `@asp/evidence` tree digest of its folder (git-like blobs and
- * trees; links recorded as links, never followed; executable bit kept; empty folders left out),
- * covering every file — the manifest, `node_modules`, dotfiles, `.gitignore`d files — except the
- * root `asp-plugin.sig`. Nothing is ignored, so nothing can be slipped in after signing.
- *
- * @throws PluginError `ASP_PLUGIN_SYMLINK_ESCAPE` for a link whose target is absolute or leaves
- *   the folder, `ASP_PLUGIN_NOT_FOUND` when the folder does not exist, `ASP_PLUGIN_IO` otherwise.
+ * `measure`: links recorded as links, special files left out (a configured provider's root).
+ * `strict`: what the plugin loader accepts: regular files and folders only, each file's bytes kept.
  */
-export function digestPlugin(dir: string): PluginDigest {
+type WalkMode = "measure" | "strict";
+
+/** The one walk behind {@link digestPlugin} and {@link snapshotPlugin}, so both hash alike. */
+function walkPlugin(dir: string, mode: WalkMode): PluginSnapshot {
   let root: string;
   try {
     root = realpathSync(resolve(dir));
@@ -52,6 +63,7 @@ export function digestPlugin(dir: string): PluginDigest {
     throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no plugin folder at ${dir}`, { cause: error, data: { dir } });
   }
   let files = 0;
+  const kept: PluginFile[] = [];
   const walk = (abs: string, rel: string): TreeEntry[] => {
     let dirents: Dirent[];
     try {
@@ -89,26 +101,88 @@ export function digestPlugin(dir: string): PluginDigest {
             { data: { path: childRel, target } },
           );
         }
+        if (mode === "strict") {
+          // What is copied and run must be exactly what was hashed: a link would be followed at
+          // run time, so a plugin folder holds regular files only.
+          throw new PluginError(
+            "ASP_PLUGIN_SYMLINK",
+            `${childRel} is a symbolic link; a plugin holds regular files only`,
+            {
+              data: { path: childRel, target },
+            },
+          );
+        }
         entries.push({ name: d.name, mode: "120000", digest: blobDigest(new TextEncoder().encode(target)) });
         files++;
       } else if (d.isFile()) {
         let bytes: Buffer;
-        let mode: number;
+        let fileMode: number;
         try {
-          mode = lstatSync(childAbs).mode;
+          fileMode = lstatSync(childAbs).mode;
           // It was a regular file when listed; a pipe, device or link swapped in since is refused.
           bytes = readRegularFile(childAbs, { maxBytes: MAX_PLUGIN_FILE_BYTES, noFollow: true });
         } catch (error) {
+          if (mode === "strict") swappedIn(childRel, error);
           throw io(childAbs, "cannot read", error);
         }
         const data = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-        entries.push({ name: d.name, mode: (mode & 0o100) !== 0 ? "100755" : "100644", digest: blobDigest(data) });
+        const executable = (fileMode & 0o100) !== 0;
+        entries.push({ name: d.name, mode: executable ? "100755" : "100644", digest: blobDigest(data) });
+        if (mode === "strict") kept.push({ path: childRel, executable, bytes: data });
         files++;
+      } else if (mode === "strict") {
+        throw special(childRel);
       }
-      // Sockets, fifos and devices carry no content and cannot be imported: left out, as in evidence.
+      // measure: sockets, fifos and devices carry no content and cannot be imported: left out, as in evidence.
     }
     return entries;
   };
   const tree = encodeTree(walk(root, ""));
-  return { dir: root, digest: tree.digest, files };
+  return { dir: root, digest: tree.digest, files, entries: kept };
+}
+
+const special = (path: string): PluginError =>
+  new PluginError("ASP_PLUGIN_SPECIAL_FILE", `${path} is a fifo, socket or device; a plugin holds regular files only`, {
+    data: { path },
+  });
+
+/** A file listed as regular that is a link (`ELOOP`) or a special file (`EINVAL`) by the time it is opened. */
+function swappedIn(path: string, error: unknown): void {
+  const errno = errnoOf(error);
+  if (errno === "ELOOP") {
+    throw new PluginError("ASP_PLUGIN_SYMLINK", `${path} became a symbolic link while it was read`, {
+      cause: error,
+      data: { path },
+    });
+  }
+  if (errno === "EINVAL") throw Object.assign(special(path), { cause: error });
+}
+
+/**
+ * Compute a plugin's digest: the `@asp/evidence` tree digest of its folder (git-like blobs and
+ * trees; links recorded as links, never followed; executable bit kept; empty folders left out),
+ * covering every file — the manifest, `node_modules`, dotfiles, `.gitignore`d files — except the
+ * root `asp-plugin.sig`. Nothing is ignored, so nothing can be slipped in after signing. This is
+ * the measurement of a folder (the host also measures configured providers' roots with it); the
+ * loader accepts only folders `snapshotPlugin` takes, which hash the same.
+ *
+ * @throws PluginError `ASP_PLUGIN_SYMLINK_ESCAPE` for a link whose target is absolute or leaves
+ *   the folder, `ASP_PLUGIN_NOT_FOUND` when the folder does not exist, `ASP_PLUGIN_IO` otherwise.
+ */
+export function digestPlugin(dir: string): PluginDigest {
+  const { dir: root, digest, files } = walkPlugin(dir, "measure");
+  return { dir: root, digest, files };
+}
+
+/**
+ * Read a plugin folder once, as the loader accepts it: regular files and folders only, every
+ * file's bytes kept with the digest computed from them (the same digest {@link digestPlugin}
+ * gives), so what is checked, parsed and copied afterwards is exactly what was hashed.
+ *
+ * @throws PluginError `ASP_PLUGIN_SYMLINK_ESCAPE` for a link leaving the folder,
+ *   `ASP_PLUGIN_SYMLINK` for any other link, `ASP_PLUGIN_SPECIAL_FILE` for a fifo, socket or
+ *   device, `ASP_PLUGIN_NOT_FOUND` when the folder does not exist, `ASP_PLUGIN_IO` otherwise.
+ */
+export function snapshotPlugin(dir: string): PluginSnapshot {
+  return walkPlugin(dir, "strict");
 }

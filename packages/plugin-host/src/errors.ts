@@ -15,6 +15,11 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_PLUGIN_DIGEST_MISMATCH`: the folder's tree digest differs from the signed one (a file
  *   changed, was added or removed after signing).
  * - `ASP_PLUGIN_SYMLINK_ESCAPE`: a symbolic link in the plugin points outside its folder.
+ * - `ASP_PLUGIN_SYMLINK`: the plugin folder holds a symbolic link (the loader accepts regular
+ *   files and folders only: a link would be followed when the plugin runs).
+ * - `ASP_PLUGIN_SPECIAL_FILE`: the plugin folder holds a fifo, socket or device.
+ * - `ASP_PLUGIN_CACHE_MISMATCH`: the host's cached copy of a verified plugin does not hash to
+ *   the verified digest after it was written (the cache was written to by someone else).
  * - `ASP_PLUGIN_ENTRY_ESCAPE`: the manifest's `entry` resolves outside the plugin folder.
  * - `ASP_PLUGIN_NOT_GRANTED`: trusted policy has no `plugins[]` grant for this id and digest.
  * - `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`: the grant does not cover every declared capability.
@@ -41,6 +46,9 @@ export type PluginErrorCode =
   | "ASP_PLUGIN_REVOKED"
   | "ASP_PLUGIN_DIGEST_MISMATCH"
   | "ASP_PLUGIN_SYMLINK_ESCAPE"
+  | "ASP_PLUGIN_SYMLINK"
+  | "ASP_PLUGIN_SPECIAL_FILE"
+  | "ASP_PLUGIN_CACHE_MISMATCH"
   | "ASP_PLUGIN_ENTRY_ESCAPE"
   | "ASP_PLUGIN_NOT_GRANTED"
   | "ASP_PLUGIN_CAPABILITY_NOT_GRANTED"
@@ -65,6 +73,9 @@ export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
   "ASP_PLUGIN_REVOKED",
   "ASP_PLUGIN_DIGEST_MISMATCH",
   "ASP_PLUGIN_SYMLINK_ESCAPE",
+  "ASP_PLUGIN_SYMLINK",
+  "ASP_PLUGIN_SPECIAL_FILE",
+  "ASP_PLUGIN_CACHE_MISMATCH",
   "ASP_PLUGIN_ENTRY_ESCAPE",
   "ASP_PLUGIN_NOT_GRANTED",
   "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
@@ -104,6 +115,8 @@ export const PLUGIN_REFUSAL_CODES: ReadonlySet<PluginErrorCode> = new Set<Plugin
   "ASP_PLUGIN_REVOKED",
   "ASP_PLUGIN_DIGEST_MISMATCH",
   "ASP_PLUGIN_SYMLINK_ESCAPE",
+  "ASP_PLUGIN_SYMLINK",
+  "ASP_PLUGIN_SPECIAL_FILE",
   "ASP_PLUGIN_ENTRY_ESCAPE",
   "ASP_PLUGIN_NOT_GRANTED",
   "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",

@@ -5,13 +5,15 @@
  *   signatures over `{ id, version, digest }` ({@link signPlugin}, {@link writeKeyPair}),
  * - trust roots with expiry and revocation from trusted configuration ({@link readTrustRoots}),
  * - the loader ({@link loadPlugins}): every check before anything runs, precise refusal codes,
- *   providers as trusted launch configurations, verifiers and sandboxes in-process,
+ *   providers as trusted launch configurations, verifiers and sandboxes in-process, all run
+ *   from a host-owned, content-addressed, read-only copy of the verified bytes (`cachePlugin`),
  * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}): in-process plugins get only the
  *   {@link PluginPorts} of their kind, and their answers are validated before use.
  *
  * @packageDocumentation
  */
 
+export { createTempPluginCache, removePluginCache } from "./cache.js";
 export { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 export { registerPlugins, TOKENS } from "./di.js";
 export type { PluginDigest } from "./digest.js";
@@ -36,8 +38,8 @@ export type { ContentReader, PluginPorts } from "./ports.js";
 export { PLUGIN_PORT_KEYS } from "./ports.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";
 export { readSignatureFile, SIGNATURE_TYPE, signedMessage, signPlugin, verifySignature } from "./signature.js";
-export type { TrustRoot } from "./trust.js";
-export { isTrustRoot, readTrustRoots, TRUST_FILE_TYPE } from "./trust.js";
+export type { TrustDocument, TrustRoot } from "./trust.js";
+export { isTrustRoot, parseTrustDocument, readTrustRoots, TRUST_FILE_TYPE } from "./trust.js";
 export type {
   CapturedInit,
   DependencyRefLike,

@@ -1,9 +1,14 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { findDuplicateKeys, type SchemaName, type SchemaTypes, validate } from "@asp/contracts";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { errnoOf, PluginError } from "./errors.js";
+import { readRegularFile } from "./read.js";
+
+/** A key or trust file is a few kilobytes (a trust file with a long revocation list, a few MiB). */
+const MAX_TRUST_FILE_BYTES = 8 * 1024 * 1024;
 
 /** `type` of a secret key file (written with mode 0600). */
 export const SECRET_KEY_TYPE = "asp-plugin-secret-key";
@@ -83,6 +88,36 @@ export function writeKeyPair(
   return { keyId: pair.keyId, publicKey: pair.publicKey, secretKeyPath: path, publicKeyPath: `${path}.pub` };
 }
 
+/**
+ * @internal Parse the JSON text of a trust document, refusing a key given twice in one object:
+ * `JSON.parse` would keep the last silently (a second `"revoked": []` would empty the list).
+ */
+export function parseJsonText(
+  text: string,
+  code: "ASP_PLUGIN_BAD_KEY" | "ASP_PLUGIN_BAD_TRUST_ROOT" | "ASP_PLUGIN_BAD_SIGNATURE",
+  where: string,
+): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PluginError(code, `${where} is not JSON`, { cause: error, data: { path: where } });
+  }
+  let duplicates: ReturnType<typeof findDuplicateKeys>;
+  try {
+    duplicates = findDuplicateKeys(text);
+  } catch (error) {
+    throw new PluginError(code, `${where} nests too deeply`, { cause: error, data: { path: where } });
+  }
+  const first = duplicates[0];
+  if (first !== undefined) {
+    throw new PluginError(code, `${where}: key ${JSON.stringify(first.key)} appears twice in one object`, {
+      data: { path: where, pointer: first.pointer, duplicates },
+    });
+  }
+  return value;
+}
+
 /** @internal Read a JSON object file; the code names what kind of file it was meant to be. */
 export function readJsonFile(
   path: string,
@@ -90,16 +125,11 @@ export function readJsonFile(
 ): Record<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, { maxBytes: MAX_TRUST_FILE_BYTES }).toString("utf8");
   } catch (error) {
     throw new PluginError(code, `cannot read ${path}: ${errnoOf(error)}`, { cause: error, data: { path } });
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new PluginError(code, `${path} is not JSON`, { cause: error, data: { path } });
-  }
+  const value = parseJsonText(text, code, path);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new PluginError(code, `${path} is not a JSON object`, { data: { path } });
   }
@@ -124,18 +154,36 @@ export function readSecretKey(path: string): KeyPair {
 }
 
 /**
- * Read a public key file (`PATH.pub`).
+ * @internal Validate a parsed trust document against its closed contracts schema, or throw
+ * `code` with every schema error in `data.errors`.
+ */
+export function checkDocument<N extends SchemaName>(
+  name: N,
+  value: unknown,
+  code: "ASP_PLUGIN_BAD_KEY" | "ASP_PLUGIN_BAD_TRUST_ROOT" | "ASP_PLUGIN_BAD_SIGNATURE",
+  source: string,
+): SchemaTypes[N] {
+  const r = validate(name, value);
+  if (r.ok) return r.value;
+  const first = r.errors[0];
+  throw new PluginError(code, `${source} is not a valid ${name}: ${first?.pointer || "/"} ${first?.message ?? ""}`, {
+    data: { file: source, errors: r.errors },
+  });
+}
+
+/**
+ * Read a public key file (`PATH.pub`), validated against the closed `plugin-public-key` schema.
  *
- * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable, not a public key, or its
- *   `keyId` does not match the key.
+ * @throws PluginError `ASP_PLUGIN_BAD_KEY` when the file is unreadable, not a valid public key
+ *   file (unknown fields, an algorithm other than ed25519), or its `keyId` does not match the key.
  */
 export function readPublicKey(path: string): PublicKey {
-  const v = readJsonFile(path, "ASP_PLUGIN_BAD_KEY");
+  const v = checkDocument("plugin-public-key", readJsonFile(path, "ASP_PLUGIN_BAD_KEY"), "ASP_PLUGIN_BAD_KEY", path);
   return publicKeyFrom(v, path);
 }
 
 /** @internal Decode a public key object (from a key file or a trust file's `keys[]`). */
-export function publicKeyFrom(v: Record<string, unknown>, where: string): PublicKey {
+export function publicKeyFrom(v: { readonly publicKey: unknown; readonly keyId?: unknown }, where: string): PublicKey {
   const publicKey = decodeKeyBytes(v.publicKey, 32, `${where}: publicKey`);
   const keyId = keyIdOf(publicKey);
   if (v.keyId !== undefined && v.keyId !== keyId) {

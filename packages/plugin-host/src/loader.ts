@@ -2,15 +2,16 @@ import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { PluginCapability, PluginKind, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
-import { CAPABILITY_FAMILIES, isAspError, validate } from "@asp/contracts";
+import { CAPABILITY_FAMILIES, isAspError, PLUGIN_BRANDS, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { cachePlugin, createTempPluginCache } from "./cache.js";
 import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
-import { digestPlugin, MANIFEST_FILE, SIGNATURE_FILE } from "./digest.js";
+import { MANIFEST_FILE, type PluginSnapshot, SIGNATURE_FILE, snapshotPlugin } from "./digest.js";
 import { errnoOf, PluginError, type PluginErrorCode } from "./errors.js";
-import { peekPluginId, readPluginManifest } from "./manifest.js";
+import { manifestOfSnapshot, peekPluginId } from "./manifest.js";
 import { assertPluginPorts } from "./ports.js";
 import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
@@ -48,9 +49,13 @@ export interface VerifiedPlugin {
  * links that stay inside), revocation of the digest, the manifest and its entry, engine and
  * protocol compatibility, then the trusted-policy grant (id + digest + every capability).
  *
+ * The folder is read once, when its digest is computed: it must hold regular files and folders
+ * only (no link, fifo, socket or device), and the manifest is parsed from the bytes that were
+ * hashed, never read again.
+ *
  * @throws PluginError with the precise code: `ASP_PLUGIN_UNSIGNED`, `ASP_PLUGIN_BAD_SIGNATURE`,
  *   `ASP_PLUGIN_UNTRUSTED_KEY`, `ASP_PLUGIN_REVOKED`, `ASP_PLUGIN_KEY_EXPIRED`,
- *   `ASP_PLUGIN_SYMLINK_ESCAPE`, `ASP_PLUGIN_DIGEST_MISMATCH`, `ASP_PLUGIN_NOT_FOUND`,
+ *   `ASP_PLUGIN_SYMLINK_ESCAPE`, `ASP_PLUGIN_SYMLINK`, `ASP_PLUGIN_SPECIAL_FILE`, `ASP_PLUGIN_DIGEST_MISMATCH`, `ASP_PLUGIN_NOT_FOUND`,
  *   `ASP_PLUGIN_BAD_MANIFEST`, `ASP_PLUGIN_ENTRY_ESCAPE`, `ASP_PLUGIN_INCOMPATIBLE`,
  *   `ASP_PLUGIN_NOT_GRANTED`, `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`.
  * @example
@@ -59,6 +64,19 @@ export interface VerifiedPlugin {
  * ```
  */
 export function verifyPlugin(dir: string, options: VerifyPluginOptions): VerifiedPlugin {
+  return verifyFolder(dir, options).verified;
+}
+
+/** A verified plugin with the bytes it was verified from, for the loader to cache and run. */
+interface VerifiedFolder {
+  readonly verified: VerifiedPlugin;
+  readonly snapshot: PluginSnapshot;
+  /** The manifest's entry, `/`-separated, inside the plugin. */
+  readonly entry: string;
+}
+
+/** {@link verifyPlugin}, keeping the snapshot every check after the signature was made on. */
+function verifyFolder(dir: string, options: VerifyPluginOptions): VerifiedFolder {
   const now = (options.now ?? (() => new Date()))();
   const abs = resolve(dir);
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
@@ -87,8 +105,9 @@ export function verifyPlugin(dir: string, options: VerifyPluginOptions): Verifie
       data: { keyId: root.keyId, expiresAt: root.expiresAt },
     });
   }
-  // 2. Integrity: the folder is exactly what was signed.
-  const computed = digestPlugin(abs);
+  // 2. Integrity: the folder is exactly what was signed. It is read once: the manifest below, the
+  // cache copy and so everything that runs come from these bytes, never from the folder again.
+  const computed = snapshotPlugin(abs);
   if (computed.digest !== sig.payload.digest) {
     throw new PluginError(
       "ASP_PLUGIN_DIGEST_MISMATCH",
@@ -101,8 +120,8 @@ export function verifyPlugin(dir: string, options: VerifyPluginOptions): Verifie
       data: { digest: computed.digest },
     });
   }
-  // 3. The signed manifest.
-  const { manifest, entryPath } = readPluginManifest(computed.dir);
+  // 3. The signed manifest, parsed from the hashed bytes.
+  const { manifest, entry } = manifestOfSnapshot(computed);
   if (manifest.id !== sig.payload.id || manifest.version !== sig.payload.version) {
     throw new PluginError(
       "ASP_PLUGIN_BAD_MANIFEST",
@@ -145,10 +164,10 @@ export function verifyPlugin(dir: string, options: VerifyPluginOptions): Verifie
     }
     authorityGrant = "verified";
   }
-  return {
+  const verified: VerifiedPlugin = {
     dir: computed.dir,
     manifest,
-    entryPath,
+    entryPath: join(computed.dir, ...entry.split("/")),
     evidence: {
       identity: "verified",
       integrity: "verified",
@@ -161,6 +180,7 @@ export function verifyPlugin(dir: string, options: VerifyPluginOptions): Verifie
       verifiedAt: now.toISOString(),
     },
   };
+  return { verified, snapshot: computed, entry };
 }
 
 /** Options of {@link loadPlugins}. */
@@ -176,6 +196,13 @@ export interface LoadPluginsOptions {
   readonly pluginOptions?: Readonly<Record<string, unknown>>;
   /** When given, one fact per plugin (`plugin.loaded` / `plugin.refused`) is appended in one batch. */
   readonly factLog?: FactLog;
+  /**
+   * The host-owned plugin cache: every verified plugin is copied to `<cacheDir>/<digest>/` and
+   * runs only from there (see `cachePlugin`). Only the host may write it; a host puts it beside
+   * its store (`<store>.plugins`). Default: a fresh private folder under the system temp folder
+   * ({@link PluginLoadResult.cacheDir}), which the caller then owns.
+   */
+  readonly cacheDir?: string;
   /**
    * The kinds the host will use (default: all). A verified verifier or sandbox of a kind not
    * listed is never imported: its code does not enter a host that does not use it.
@@ -287,7 +314,7 @@ function discover(dirs: readonly string[], refused: RefusedPlugin[]): string[] {
   return found;
 }
 
-const BRANDS = { verifier: "@asp/VerifierPlugin", sandbox: "@asp/SandboxPlugin" } as const;
+const BRANDS = { verifier: PLUGIN_BRANDS.verifier, sandbox: PLUGIN_BRANDS.sandbox } as const;
 
 function loadFailed(id: string, why: string, cause?: unknown): PluginError {
   return new PluginError("ASP_PLUGIN_LOAD_FAILED", `${id}: ${why}`, {
@@ -372,9 +399,11 @@ async function loadInProcess(
 
 /**
  * Verify and load every plugin in `dirs` (see {@link verifyPlugin}; nothing from a plugin runs
- * before every check passed). Providers become trusted launch configurations (a contracts
- * `ProviderManifest`: this node binary, the absolute entry, the plugin's own folder as cwd,
- * the verified digest); verifiers and sandboxes are imported in-process, their branded
+ * before every check passed). Each verified plugin is copied into the host's cache
+ * ({@link LoadPluginsOptions.cacheDir}): exactly the bytes that were hashed, read-only, hashed
+ * again, and everything runs from that copy. Providers become trusted launch configurations (a
+ * contracts `ProviderManifest`: this node binary, the absolute entry inside the copy, the copy as
+ * cwd, the verified digest); verifiers and sandboxes are imported in-process from the copy, their branded
  * declaration checked and their `register` phase run. Every failure is a {@link RefusedPlugin}
  * with its precise code, never an exception, whatever the folders hold (missing, unreadable,
  * links to nowhere, anything a plugin's own code throws): a refused required provider is
@@ -403,11 +432,11 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
   };
 
   // 1. Verify every folder; nothing from any plugin runs in this phase.
-  const verified: VerifiedPlugin[] = [];
+  const folders: VerifiedFolder[] = [];
   for (const dir of discover(options.dirs, refused)) {
     try {
-      verified.push(
-        verifyPlugin(dir, {
+      folders.push(
+        verifyFolder(dir, {
           trustRoots: options.trustRoots,
           policy: options.policy,
           ...(options.now ? { now: options.now } : {}),
@@ -421,10 +450,13 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
   // 2. Two verified folders claiming one id: neither loads. Letting the first win would make
   // what runs depend on the order of folders; the id's requirement degrades instead (fail closed).
   const claimants = new Map<string, string[]>();
-  for (const v of verified) claimants.set(v.manifest.id, [...(claimants.get(v.manifest.id) ?? []), v.dir]);
+  for (const { verified: v } of folders) {
+    claimants.set(v.manifest.id, [...(claimants.get(v.manifest.id) ?? []), v.dir]);
+  }
 
-  // 3. Load the rest.
-  for (const v of verified) {
+  // 3. Copy the rest into the host's cache and load them from there, never from their folders.
+  let cacheDir = options.cacheDir ?? null;
+  for (const { verified: v, snapshot, entry } of folders) {
     const id = v.manifest.id;
     const dirs = claimants.get(id) ?? [];
     if (dirs.length > 1) {
@@ -441,6 +473,8 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
       continue;
     }
     try {
+      cacheDir ??= createTempPluginCache();
+      const cached = cachePlugin(snapshot, entry, cacheDir);
       const evidence: PluginEvidence = { ...v.evidence, authorityGrant: "verified" };
       if (v.manifest.kind === "provider") {
         const capabilities = v.manifest.capabilities.filter((c): c is ProviderManifest["capabilities"][number] =>
@@ -451,8 +485,8 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
           version: v.manifest.version,
           digest: v.evidence.digest,
           executable: process.execPath,
-          args: [v.entryPath],
-          cwd: v.dir,
+          args: [cached.entryPath],
+          cwd: cached.dir,
           capabilities,
           diagnosticSources: v.manifest.diagnosticSources,
           protocolVersion: v.manifest.protocolVersion,
@@ -466,11 +500,29 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
           );
         }
         providers.push(
-          Object.freeze({ $$type: "@asp/LoadedProvider", dir: v.dir, plugin: v.manifest, manifest: r.value, evidence }),
+          Object.freeze({
+            $$type: "@asp/LoadedProvider",
+            dir: v.dir,
+            cached: cached.dir,
+            plugin: v.manifest,
+            manifest: r.value,
+            evidence,
+          }),
         );
       } else if (options.kinds === undefined || options.kinds.includes(v.manifest.kind)) {
-        const loaded = await loadInProcess(v, v.manifest.kind, options.pluginOptions?.[id] ?? {});
-        const common = { dir: v.dir, plugin: v.manifest, evidence, options: loaded.options, init: loaded.init };
+        const loaded = await loadInProcess(
+          { ...v, entryPath: cached.entryPath },
+          v.manifest.kind,
+          options.pluginOptions?.[id] ?? {},
+        );
+        const common = {
+          dir: v.dir,
+          cached: cached.dir,
+          plugin: v.manifest,
+          evidence,
+          options: loaded.options,
+          init: loaded.init,
+        };
         if (v.manifest.kind === "verifier") verifiers.push(Object.freeze({ $$type: "@asp/LoadedVerifier", ...common }));
         else sandboxes.push(Object.freeze({ $$type: "@asp/LoadedSandbox", ...common }));
       }
@@ -478,7 +530,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
       refuse(v.dir, id, error);
     }
   }
-  const result: PluginLoadResult = { providers, verifiers, sandboxes, refused };
+  const result: PluginLoadResult = { providers, verifiers, sandboxes, refused, cacheDir };
   if (options.factLog !== undefined) await options.factLog.append(factsOf(result));
   return result;
 }

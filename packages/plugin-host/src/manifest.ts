@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { type PluginManifest, validate } from "@asp/contracts";
-import { isInside, MANIFEST_FILE } from "./digest.js";
+import { isInside, MANIFEST_FILE, type PluginSnapshot } from "./digest.js";
 import { errnoOf, PluginError } from "./errors.js";
 import { readRegularFile } from "./read.js";
 
@@ -50,6 +50,61 @@ export function readPluginManifest(root: string): ReadManifest {
       data: { dir: root },
     });
   }
+  const manifest = parseManifest(root, text);
+  const abs = resolve(root, manifest.entry);
+  if (!existsSync(abs)) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} does not exist`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  const real = realpathSync(abs);
+  if (!isInside(root, real)) {
+    throw new PluginError("ASP_PLUGIN_ENTRY_ESCAPE", `entry ${manifest.entry} resolves outside the plugin folder`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  if (!statSync(real).isFile()) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} is not a file`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  return { manifest, entryPath: real };
+}
+
+/** A manifest read from a {@link PluginSnapshot}, with its entry as a path inside the folder. */
+export interface SnapshotManifest {
+  readonly manifest: PluginManifest;
+  /** The entry's `/`-separated path inside the plugin folder (a file of the snapshot). */
+  readonly entry: string;
+}
+
+/**
+ * The manifest in force for a verified plugin: parsed from the very bytes that were hashed (a
+ * snapshot), never read from disk again, with an entry that is a regular file of the snapshot.
+ *
+ * @throws PluginError `ASP_PLUGIN_NOT_FOUND` without a manifest, `ASP_PLUGIN_BAD_MANIFEST` when
+ *   it is not valid or its entry is not a file of the folder, `ASP_PLUGIN_ENTRY_ESCAPE` when the
+ *   entry leaves the folder.
+ */
+export function manifestOfSnapshot(snapshot: PluginSnapshot): SnapshotManifest {
+  const file = snapshot.entries.find((f) => f.path === MANIFEST_FILE);
+  if (file === undefined || file.bytes.byteLength > MAX_MANIFEST_BYTES) {
+    throw new PluginError("ASP_PLUGIN_NOT_FOUND", `no ${MANIFEST_FILE} in ${snapshot.dir}`, {
+      data: { dir: snapshot.dir },
+    });
+  }
+  const manifest = parseManifest(snapshot.dir, new TextDecoder().decode(file.bytes));
+  const entry = relative(snapshot.dir, resolve(snapshot.dir, manifest.entry)).split(sep).join("/");
+  if (!snapshot.entries.some((f) => f.path === entry)) {
+    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} is not a file of the plugin`, {
+      data: { entry: manifest.entry },
+    });
+  }
+  return { manifest, entry };
+}
+
+/** Parse and validate a manifest's text; the entry must stay inside `root` lexically. */
+function parseManifest(root: string, text: string): PluginManifest {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -75,23 +130,5 @@ export function readPluginManifest(root: string): ReadManifest {
       { data: { errors: r.errors } },
     );
   }
-  const manifest = r.value;
-  const abs = resolve(root, manifest.entry);
-  if (!existsSync(abs)) {
-    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} does not exist`, {
-      data: { entry: manifest.entry },
-    });
-  }
-  const real = realpathSync(abs);
-  if (!isInside(root, real)) {
-    throw new PluginError("ASP_PLUGIN_ENTRY_ESCAPE", `entry ${manifest.entry} resolves outside the plugin folder`, {
-      data: { entry: manifest.entry },
-    });
-  }
-  if (!statSync(real).isFile()) {
-    throw new PluginError("ASP_PLUGIN_BAD_MANIFEST", `entry ${manifest.entry} is not a file`, {
-      data: { entry: manifest.entry },
-    });
-  }
-  return { manifest, entryPath: real };
+  return r.value;
 }

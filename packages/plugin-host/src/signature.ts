@@ -4,7 +4,7 @@ import { canonicalBytes, type Digest } from "@asp/evidence";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { digestPlugin, SIGNATURE_FILE } from "./digest.js";
 import { errnoOf, PluginError } from "./errors.js";
-import { type KeyPair, readSecretKey } from "./keys.js";
+import { checkDocument, type KeyPair, parseJsonText, readSecretKey } from "./keys.js";
 import { readPluginManifest } from "./manifest.js";
 import { readRegularFile } from "./read.js";
 
@@ -75,9 +75,13 @@ export function signPlugin(dir: string, key: string | KeyPair): SignResult {
 }
 
 /**
- * Read and shape-check `asp-plugin.sig` (the signature itself is checked by the loader).
+ * Read `asp-plugin.sig` and validate it against the closed contracts `plugin-signature` schema
+ * (the signature itself is checked by the loader).
  *
- * @throws PluginError `ASP_PLUGIN_UNSIGNED` when there is none, `ASP_PLUGIN_BAD_SIGNATURE` when malformed.
+ * @throws PluginError `ASP_PLUGIN_UNSIGNED` when there is none, `ASP_PLUGIN_BAD_SIGNATURE` when
+ *   it is not JSON, has a key twice in one object, or is not a valid `plugin-signature`
+ *   (unknown fields included), `ASP_PLUGIN_IO`
+ *   when it cannot be read.
  */
 export function readSignatureFile(root: string): SignatureFile {
   const path = join(root, SIGNATURE_FILE);
@@ -96,29 +100,15 @@ export function readSignatureFile(root: string): SignatureFile {
     }
     throw new PluginError("ASP_PLUGIN_IO", `cannot read ${path}: ${errnoOf(error)}`, { cause: error });
   }
-  const bad = (why: string): never => {
-    throw new PluginError("ASP_PLUGIN_BAD_SIGNATURE", `${SIGNATURE_FILE} is malformed: ${why}`, {
-      data: { dir: root },
-    });
-  };
-  let v: Record<string, unknown> = {};
-  try {
-    v = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    bad("not JSON");
-  }
-  if (typeof v !== "object" || v === null || v.type !== SIGNATURE_TYPE) bad(`type is not ${SIGNATURE_TYPE}`);
-  const p = v.payload as Record<string, unknown> | undefined;
-  if (typeof p !== "object" || p === null) return bad("no payload");
-  if (typeof p.id !== "string" || typeof p.version !== "string") bad("payload id/version missing");
-  if (typeof p.digest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(p.digest)) bad("payload digest malformed");
-  if (typeof v.keyId !== "string") bad("keyId missing");
-  if (typeof v.signature !== "string" || !/^[A-Za-z0-9+/]+=*$/.test(v.signature)) bad("signature is not base64");
+  const value = parseJsonText(text, "ASP_PLUGIN_BAD_SIGNATURE", path);
+  // Closed schema: a field the verifier does not check (an extra payload claim, a second
+  // signature) is refused, never carried along as if it had been signed.
+  const v = checkDocument("plugin-signature", value, "ASP_PLUGIN_BAD_SIGNATURE", path);
   return {
     type: SIGNATURE_TYPE,
-    payload: { id: p.id as string, version: p.version as string, digest: p.digest as Digest },
-    keyId: v.keyId as string,
-    signature: v.signature as string,
+    payload: { id: v.payload.id, version: v.payload.version, digest: v.payload.digest as Digest },
+    keyId: v.keyId,
+    signature: v.signature,
   };
 }
 

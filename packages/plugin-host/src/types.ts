@@ -1,12 +1,9 @@
 import type {
-  FindingSeverity,
-  GuardianDecision,
   PluginCapability,
   PluginManifest,
   ProviderManifest,
-  ReviewVerdict,
-  RiskLevel,
-  TransactionGuarantee,
+  Sandbox as SandboxPort,
+  Verifier as VerifierPort,
 } from "@asp/contracts";
 import type { Digest } from "@asp/evidence";
 import type { PluginErrorCode } from "./errors.js";
@@ -32,10 +29,13 @@ export interface PluginEvidence {
 /** A verified, granted provider: launch it from `manifest` (trusted launch configuration). */
 export interface LoadedProvider {
   readonly $$type: "@asp/LoadedProvider";
+  /** The plugin folder it was verified from (reports and facts name it; nothing runs from it). */
   readonly dir: string;
+  /** The host-owned, read-only copy of the verified bytes it runs from: `<cacheDir>/<digest>`. */
+  readonly cached: string;
   /** The signed plugin manifest. */
   readonly plugin: PluginManifest;
-  /** `executable` = this node binary, `args` = [absolute entry], `cwd` = the plugin folder, `digest` = the verified digest. */
+  /** `executable` = this node binary, `args` = [the entry in the copy], `cwd` = the copy (`cached`), `digest` = the verified digest. */
   readonly manifest: ProviderManifest;
   readonly evidence: PluginEvidence;
 }
@@ -53,7 +53,10 @@ export interface CapturedInit {
 
 /** Fields shared by verified in-process plugins. */
 export interface LoadedInProcess {
+  /** The plugin folder it was verified from (nothing is imported from it). */
   readonly dir: string;
+  /** The host-owned, read-only copy of the verified bytes its entry is imported from. */
+  readonly cached: string;
   readonly plugin: PluginManifest;
   readonly evidence: PluginEvidence;
   /** Validated options from trusted configuration. */
@@ -93,67 +96,25 @@ export interface PluginLoadResult {
   readonly verifiers: readonly LoadedVerifier[];
   readonly sandboxes: readonly LoadedSandbox[];
   readonly refused: readonly RefusedPlugin[];
+  /** The plugin cache the loaded plugins run from (`null` when nothing was verified and none was given). */
+  readonly cacheDir: string | null;
 }
 
-/** A Reviewer's or Guardian's input (the SDK's `VerifyRequest`). */
-export type VerifyRequest =
-  | { readonly kind: "review"; readonly subject: unknown; readonly signal?: AbortSignal }
-  | {
-      readonly kind: "guardian";
-      readonly actionDigest: string;
-      readonly actionClass: string;
-      readonly subject: unknown;
-      readonly signal?: AbortSignal;
-    };
-
-/** A verifier's answer (the SDK's `VerifyResponse`). */
-export type VerifyResponse =
-  | {
-      readonly kind: "review";
-      readonly verdict: ReviewVerdict;
-      readonly findings: ReadonlyArray<{
-        readonly severity: FindingSeverity;
-        readonly title: string;
-        readonly detail?: string;
-        readonly path?: string;
-      }>;
-    }
-  | {
-      readonly kind: "guardian";
-      readonly decision: GuardianDecision;
-      readonly risk: RiskLevel;
-      readonly recoverable: boolean;
-      readonly rationale: string;
-    };
-
 /** A registered verifier (resolved from `TOKENS.Verifier`), stamped with its verified identity. */
-export interface Verifier {
+export interface Verifier extends VerifierPort {
   readonly id: string;
   readonly version: string;
   readonly digest: Digest;
   readonly capabilities: readonly PluginCapability[];
-  verify(request: VerifyRequest): Promise<VerifyResponse>;
-}
-
-/** What a sandbox is asked to stage (the SDK's `StageRequest`). */
-export interface StageRequest {
-  readonly root: string;
-  readonly writes: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | null }>;
-  readonly signal?: AbortSignal;
-}
-
-/** What a sandbox achieved (the SDK's `StageResult`). */
-export interface StageResult {
-  readonly applied: boolean;
-  readonly guarantee: TransactionGuarantee;
-  readonly detail?: string;
 }
 
 /** A registered sandbox (resolved from `TOKENS.Sandbox`), stamped with its verified identity. */
-export interface Sandbox {
+export interface Sandbox extends SandboxPort {
   readonly id: string;
   readonly version: string;
   readonly digest: Digest;
   readonly capabilities: readonly PluginCapability[];
-  stage(request: StageRequest): Promise<StageResult>;
 }
+
+// The port shapes are declared once, in @asp/contracts (the SDK re-exports the same types).
+export type { StageRequest, StageResult, VerifyRequest, VerifyResponse } from "@asp/contracts";

@@ -48,8 +48,8 @@ describe("readTrustRoots", () => {
       trust,
       JSON.stringify({
         type: TRUST_FILE_TYPE,
-        keys: [{ publicKey: pubB.publicKey, expiresAt: "2031-01-01T00:00:00Z" }],
-        revoked: [a.keyId, `sha256:${"2".repeat(64)}`],
+        keys: [{ algorithm: "ed25519", publicKey: pubB.publicKey, expiresAt: "2031-01-01T00:00:00Z" }],
+        revoked: [{ keyId: a.keyId }, { digest: `sha256:${"2".repeat(64)}`, reason: "leaked build" }],
       }),
     );
     const roots = readTrustRoots([a.publicKeyPath, trust]);
@@ -65,6 +65,7 @@ describe("readTrustRoots", () => {
     ["an unknown type", JSON.stringify({ type: "x" })],
     ["keys that are not a list", JSON.stringify({ type: TRUST_FILE_TYPE, keys: "k" })],
     ["a bad revocation entry", JSON.stringify({ type: TRUST_FILE_TYPE, revoked: ["nope"] })],
+    ["a bare string revocation", JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [`sha256:${"2".repeat(64)}`] })],
   ])("rejects %s", (_what, text) => {
     const file = join(tempDir(), "trust.json");
     writeFileSync(file, text);
@@ -82,7 +83,7 @@ describe("readTrustRoots", () => {
     const dir = tempDir();
     const a = writeKeyPair(join(dir, "a"));
     const pub = JSON.parse(readFileSync(a.publicKeyPath, "utf8"));
-    writeFileSync(a.publicKeyPath, JSON.stringify({ ...pub, keyId: "ed25519:00" }));
+    writeFileSync(a.publicKeyPath, JSON.stringify({ ...pub, keyId: `ed25519:${"0".repeat(32)}` }));
     expect(() => readTrustRoots([a.publicKeyPath])).toThrowWithCode("ASP_PLUGIN_BAD_KEY");
   });
 });
@@ -99,6 +100,16 @@ describe("satisfiesNodeRange", () => {
     ["v20.19.0", "~20.18.0", false],
     ["v20.19.0", "*", true],
     ["v20.19.0", "latest", false],
+    // ^0.0.3 is >=0.0.3 <0.0.4: the hand-rolled check let 0.0.5 through.
+    ["0.0.5", "^0.0.3", false],
+    ["0.0.3", "^0.0.3", true],
+    ["0.0.9", "^0.0.x", true],
+    ["0.1.0", "^0.0.x", false],
+    // A prerelease sorts before its release: the hand-rolled check dropped the tag.
+    ["v20.0.0-rc.1", ">=20.0.0", false],
+    ["v20.0.0-rc.1", ">=20.0.0-rc.0", true],
+    ["v23.0.0-nightly20250101abcdef", ">=20", true],
+    ["v20.19.0", ">=20 garbage", false],
   ])("%s satisfies %s: %s", (version, range, expected) => {
     expect(satisfiesNodeRange(version, range)).toBe(expected);
   });

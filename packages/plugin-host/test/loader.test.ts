@@ -57,8 +57,8 @@ describe("loadPlugins", () => {
         version: "1.2.3",
         digest: signed.digest,
         executable: process.execPath,
-        args: [join(p?.dir ?? "", "main.mjs")],
-        cwd: p?.dir,
+        args: [join(p?.cached ?? "", "main.mjs")],
+        cwd: p?.cached,
         capabilities: ["check"],
         diagnosticSources: ["test"],
         protocolVersion: "1.0",
@@ -69,10 +69,10 @@ describe("loadPlugins", () => {
         authorityGrant: "verified",
         keyId: signed.keyId,
       });
-      // host §2: structured argv, absolute executable, the plugin's own folder as cwd.
+      // host §2: structured argv, absolute executable, the host's verified copy as cwd.
       const m = p?.manifest;
       const run = spawnSync(m?.executable ?? "", m?.args ?? [], { cwd: m?.cwd, encoding: "utf8" });
-      expect(JSON.parse(run.stdout)).toEqual({ cwd: p?.dir, argv: [join(p?.dir ?? "", "main.mjs")] });
+      expect(JSON.parse(run.stdout)).toEqual({ cwd: p?.cached, argv: [join(p?.cached ?? "", "main.mjs")] });
     });
 
     it("loads a verifier in-process and registers it under TOKENS.Verifier", async () => {
@@ -206,7 +206,10 @@ describe("loadPlugins", () => {
       const dir = makePlugin("provider");
       const signed = signPlugin(dir, k.key);
       const revocations = join(tempDir(), "revocations.json");
-      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, keys: [], revoked: [signed.keyId] }));
+      writeFileSync(
+        revocations,
+        JSON.stringify({ type: TRUST_FILE_TYPE, keys: [], revoked: [{ keyId: signed.keyId }] }),
+      );
       await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
     });
 
@@ -215,7 +218,7 @@ describe("loadPlugins", () => {
       const dir = makePlugin("provider");
       const signed = signPlugin(dir, k.key);
       const revocations = join(tempDir(), "revocations.json");
-      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [signed.digest] }));
+      writeFileSync(revocations, JSON.stringify({ type: TRUST_FILE_TYPE, revoked: [{ digest: signed.digest }] }));
       await refusedWith(dir, "ASP_PLUGIN_REVOKED", { roots: readTrustRoots([k.pub, revocations]) });
     });
 
@@ -278,13 +281,31 @@ describe("loadPlugins", () => {
       await refusedWith(dir, "ASP_PLUGIN_SYMLINK_ESCAPE", { roots, policy });
     });
 
-    it("keeps a symlink that stays inside the folder (and signs it as a link)", async () => {
+    it("host §1: refuses a symlink even when it stays inside the folder and was signed (ASP_PLUGIN_SYMLINK)", async () => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
       symlinkSync("util.mjs", join(dir, "lib", "alias.mjs"));
       signPlugin(dir, key);
-      const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy: grantPolicy([{ dir }]) });
-      expect(result.providers).toHaveLength(1);
+      await refusedWith(dir, "ASP_PLUGIN_SYMLINK", { roots, policy: grantPolicy([{ dir }]) });
+      expect(() => verifyPlugin(dir, { trustRoots: roots })).toThrowWithCode("ASP_PLUGIN_SYMLINK");
+    });
+
+    it.each([
+      ["a named pipe", (path: string) => execFileSync("mkfifo", [path])],
+      [
+        "a unix socket",
+        // Bound and left behind (node would unlink it on close).
+        (path: string) =>
+          execFileSync("python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", path]),
+      ],
+    ])("host §1: refuses a signed folder that holds %s (ASP_PLUGIN_SPECIAL_FILE)", async (_what, make) => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      const signed = signPlugin(dir, key);
+      // The digest leaves special files out, so the signature still matches: only the loader's rule refuses it.
+      make(join(dir, "lib", "special"));
+      expect(digestPlugin(dir).digest).toBe(signed.digest);
+      await refusedWith(dir, "ASP_PLUGIN_SPECIAL_FILE", { roots, policy: grantPolicy([{ dir }]) });
     });
 
     it("refuses an entry path escaping the folder, even when validly signed", async () => {
@@ -436,7 +457,7 @@ describe("loadPlugins", () => {
 
     it.each([
       ["asp-plugin.sig", "ASP_PLUGIN_IO"],
-      ["asp-plugin.json", "ASP_PLUGIN_DIGEST_MISMATCH"],
+      ["asp-plugin.json", "ASP_PLUGIN_SPECIAL_FILE"],
     ])("refuses a %s that is a named pipe instead of waiting on it forever", async (file, code) => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider", { id: "provider-fifo" });

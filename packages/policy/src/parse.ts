@@ -1,8 +1,16 @@
-import { canonicalize, type Digest, digest, isAspError, type Policy, validate } from "@asp/contracts";
+import {
+  canonicalize,
+  type Digest,
+  digest,
+  findDuplicateKeys,
+  isAspError,
+  type Policy,
+  validate,
+} from "@asp/contracts";
 import picomatch from "picomatch";
 import semver from "semver";
 import { type PolicyError, type PolicyErrorCode, type PolicyProblem, policyError, problemsError } from "./errors.js";
-import { type DeepReadonly, deepFreeze, findDuplicateKeys, toPointer, valueAt } from "./json.js";
+import { type DeepReadonly, deepFreeze, toPointer, valueAt } from "./json.js";
 
 /** The only policy `apiVersion` this package activates. */
 export const POLICY_API_VERSION = "asp.policy/v1";

@@ -11,6 +11,8 @@ import { AspError } from "@asp/contracts";
  * - `ASP_SDK_BAD_BLOB`: the host answered `host/readBlob` with bytes that do not match the digest.
  * - `ASP_SDK_CALLBACK_FAILED`: a `host/readBlob` or `host/readTree` callback was refused by the host.
  * - `ASP_SDK_CANCELLED`: the request was cancelled (`$/cancelRequest`) or passed its deadline.
+ * - `ASP_SDK_CONNECTION_FAILED`: (`@asp/sdk/testing`) a request to the provider under test got no
+ *   answer: the process exited, the answer was over the size bound or not framed, or it timed out.
  */
 export type SdkErrorCode =
   | "ASP_SDK_INVALID_DEFINITION"
@@ -18,7 +20,8 @@ export type SdkErrorCode =
   | "ASP_SDK_HANDLER_FAILED"
   | "ASP_SDK_BAD_BLOB"
   | "ASP_SDK_CALLBACK_FAILED"
-  | "ASP_SDK_CANCELLED";
+  | "ASP_SDK_CANCELLED"
+  | "ASP_SDK_CONNECTION_FAILED";
 
 /** Every {@link SdkErrorCode}. */
 export const SDK_ERROR_CODES: readonly SdkErrorCode[] = Object.freeze([
@@ -28,6 +31,7 @@ export const SDK_ERROR_CODES: readonly SdkErrorCode[] = Object.freeze([
   "ASP_SDK_BAD_BLOB",
   "ASP_SDK_CALLBACK_FAILED",
   "ASP_SDK_CANCELLED",
+  "ASP_SDK_CONNECTION_FAILED",
 ]);
 
 /** Thrown by `@asp/sdk`. */

@@ -2,7 +2,7 @@
  * `@asp/sdk`: what a plugin author imports.
  *
  * - {@link defineProvider}: a check / inspect / edit provider speaking the Core Profile wire
- *   protocol over stdio (vscode-jsonrpc), with content read only through host callbacks and
+ *   protocol over stdio (`@asp/protocol` on vscode-jsonrpc), with content read only through host callbacks and
  *   `validAsOf` filled in by the SDK,
  * - {@link defineVerifier} and {@link defineSandbox}: in-process plugins declared in two phases
  *   (`register`, then `init` with typed dependencies), loaded by `@asp/plugin-host`,

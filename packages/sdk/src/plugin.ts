@@ -1,19 +1,26 @@
-import type {
-  FindingSeverity,
-  GuardianDecision,
-  PluginCapability,
-  ReviewVerdict,
-  RiskLevel,
-  TransactionGuarantee,
-} from "@asp/contracts";
-import { PLUGIN_CAPABILITIES } from "@asp/contracts";
+import type { PluginCapability, Sandbox, Verifier } from "@asp/contracts";
+import { PLUGIN_BRANDS, PLUGIN_CAPABILITIES } from "@asp/contracts";
 import { SdkError } from "./errors.js";
 
-// The brands below are the contract between the SDK and `@asp/plugin-host` (which may not import
-// the SDK, DESIGN §2): a plugin's default export must carry exactly these `$$type` values.
-const VERIFIER_BRAND = "@asp/VerifierPlugin";
-const SANDBOX_BRAND = "@asp/SandboxPlugin";
-const DEPENDENCY_BRAND = "@asp/DependencyRef";
+// The port types (Verifier, Sandbox and their requests and answers) and the brands are declared
+// once, in `@asp/contracts`: `@asp/plugin-host` checks the same brands without importing the SDK.
+export type {
+  GuardianRequest,
+  GuardianResponse,
+  ReviewFinding,
+  ReviewRequest,
+  ReviewResponse,
+  Sandbox,
+  StageRequest,
+  StageResult,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "@asp/contracts";
+
+const VERIFIER_BRAND = PLUGIN_BRANDS.verifier;
+const SANDBOX_BRAND = PLUGIN_BRANDS.sandbox;
+const DEPENDENCY_BRAND = PLUGIN_BRANDS.dependencyRef;
 
 /** A typed reference to a host port; the host hands the port of that key, if its kind may have it. */
 export interface DependencyRef<T> {
@@ -61,76 +68,6 @@ export interface PluginInit<P, D extends DependencyMap> {
 /** Handed to `register`: the plugin declares its init once. */
 export interface PluginRegistrar<P> {
   registerInit<D extends DependencyMap>(init: PluginInit<P, D>): void;
-}
-
-/** A Reviewer's input: what to judge (shape owned by the Auto Mode engine). */
-export interface ReviewRequest {
-  readonly kind: "review";
-  readonly subject: unknown;
-  readonly signal?: AbortSignal;
-}
-
-/** A Guardian's input: one permission request that deterministic policy marked `ask`. */
-export interface GuardianRequest {
-  readonly kind: "guardian";
-  readonly actionDigest: string;
-  readonly actionClass: string;
-  readonly subject: unknown;
-  readonly signal?: AbortSignal;
-}
-
-/** A verifier's request. */
-export type VerifyRequest = ReviewRequest | GuardianRequest;
-
-/** One Reviewer finding. */
-export interface ReviewFinding {
-  readonly severity: FindingSeverity;
-  readonly title: string;
-  readonly detail?: string;
-  readonly path?: string;
-}
-
-/** A Reviewer's answer. */
-export interface ReviewResponse {
-  readonly kind: "review";
-  readonly verdict: ReviewVerdict;
-  readonly findings: readonly ReviewFinding[];
-}
-
-/** A Guardian's answer (the host binds it to the action digest and records it). */
-export interface GuardianResponse {
-  readonly kind: "guardian";
-  readonly decision: GuardianDecision;
-  readonly risk: RiskLevel;
-  readonly recoverable: boolean;
-  readonly rationale: string;
-}
-
-/** A verifier's answer. */
-export type VerifyResponse = ReviewResponse | GuardianResponse;
-
-/** The verifier port (Reviewer and/or Guardian), registered under the host's `TOKENS.Verifier`. */
-export interface Verifier {
-  verify(request: VerifyRequest): Promise<VerifyResponse>;
-}
-
-/** What a sandbox is asked to stage: whole-file writes (null deletes) against a root. */
-export interface StageRequest {
-  readonly root: string;
-  readonly writes: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | null }>;
-  readonly signal?: AbortSignal;
-}
-
-/** What a sandbox achieved: the host reports this guarantee, never more. */
-export interface StageResult {
-  readonly applied: boolean;
-  readonly guarantee: TransactionGuarantee;
-  readonly detail?: string;
-}
-
-/** The sandbox port, registered under the host's `TOKENS.Sandbox`. */
-export interface Sandbox {
-  stage(request: StageRequest): Promise<StageResult>;
 }
 
 /** Declaration of an in-process plugin (two phases: `register` now, `init` when the host composes). */

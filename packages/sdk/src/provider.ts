@@ -12,8 +12,7 @@ import {
   type InspectParams,
   type InspectResult,
   isAspError,
-  METHODS,
-  PROTOCOL_ERRORS,
+  PLUGIN_BRANDS,
   PROTOCOL_VERSION,
   type ProposeParams,
   type ReadBlobResult,
@@ -22,17 +21,10 @@ import {
   validateAssessment,
   validateEditPlan,
 } from "@asp/contracts";
-import {
-  type CancellationToken,
-  createMessageConnection,
-  ErrorCodes,
-  ResponseError,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+import { type CancellationToken, createStreamConnection, METHODS, PROTOCOL_ERRORS, ResponseError } from "@asp/protocol";
 import { messageOf, SdkError } from "./errors.js";
 
-const PROVIDER_BRAND = "@asp/ProviderDefinition";
+const PROVIDER_BRAND = PLUGIN_BRANDS.provider;
 
 /** Who the provider is, as answered to `initialize`. Capabilities default to what the handlers cover. */
 export interface ProviderInfo {
@@ -246,7 +238,10 @@ async function withErrorCode<T>(handler: () => Promise<T> | T): Promise<T> {
     return await handler();
   } catch (error) {
     if (error instanceof ResponseError || !isAspError(error)) throw error;
-    throw new ResponseError(ErrorCodes.InternalError, error.message, { code: error.code, data: error.data ?? null });
+    throw new ResponseError(PROTOCOL_ERRORS.internalError, error.message, {
+      code: error.code,
+      data: error.data ?? null,
+    });
   }
 }
 
@@ -256,10 +251,7 @@ const cancelledError = (): ResponseError<undefined> =>
 function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
   const onStdio = options.input === undefined && options.output === undefined;
   const exitProcess = options.exitProcess ?? onStdio;
-  const connection = createMessageConnection(
-    new StreamMessageReader(options.input ?? process.stdin),
-    new StreamMessageWriter(options.output ?? process.stdout),
-  );
+  const connection = createStreamConnection(options.input ?? process.stdin, options.output ?? process.stdout);
   let info: InitializeResult | null = null;
   let grants: InitializedParams["grants"] = [];
   let shutdownRequested = false;
@@ -281,8 +273,8 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
   };
 
   const requireInit = (): InitializeResult => {
-    if (info === null) throw new ResponseError(ErrorCodes.InvalidRequest, "initialize has not been called");
-    if (shutdownRequested) throw new ResponseError(ErrorCodes.InvalidRequest, "the session is shutting down");
+    if (info === null) throw new ResponseError(PROTOCOL_ERRORS.invalidRequest, "initialize has not been called");
+    if (shutdownRequested) throw new ResponseError(PROTOCOL_ERRORS.invalidRequest, "the session is shutting down");
     return info;
   };
 
@@ -291,7 +283,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     if (!r.ok) {
       const first = r.errors[0];
       throw new ResponseError(
-        ErrorCodes.InvalidParams,
+        PROTOCOL_ERRORS.invalidParams,
         `invalid params: ${first?.pointer || "/"} ${first?.message ?? ""}`,
       );
     }
@@ -311,7 +303,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     if (!r.ok) {
       const first = r.errors[0];
       throw new ResponseError(
-        ErrorCodes.InternalError,
+        PROTOCOL_ERRORS.internalError,
         `the provider's initialize answer is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
       );
     }
@@ -513,7 +505,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
       if (!r.ok) {
         const first = r.errors[0];
         throw new ResponseError(
-          ErrorCodes.InternalError,
+          PROTOCOL_ERRORS.internalError,
           `the provider's inspect result is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
         );
       }
@@ -540,7 +532,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
       if (!r.ok) {
         const first = r.errors[0];
         throw new ResponseError(
-          ErrorCodes.InternalError,
+          PROTOCOL_ERRORS.internalError,
           `the provider's edit plan is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
         );
       }

@@ -1,21 +1,14 @@
 import { createHash } from "node:crypto";
 import { PassThrough } from "node:stream";
-import {
-  AspError,
-  type Assessment,
-  METHODS,
-  PROTOCOL_ERRORS,
-  PROTOCOL_VERSION,
-  validateAssessment,
-} from "@asp/contracts";
-import { afterEach, describe, expect, it } from "vitest";
+import { AspError, type Assessment, PROTOCOL_VERSION, validateAssessment } from "@asp/contracts";
 import {
   CancellationTokenSource,
-  createMessageConnection,
+  createStreamConnection,
+  METHODS,
   type MessageConnection,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+  PROTOCOL_ERRORS,
+} from "@asp/protocol";
+import { afterEach, describe, expect, it } from "vitest";
 import { defineProvider, isProviderDefinition, type ProviderSpec } from "../src/index.js";
 
 const sha = (s: string): string => `sha256:${createHash("sha256").update(s).digest("hex")}`;
@@ -40,7 +33,7 @@ async function start(spec: ProviderSpec, opts: { holdReads?: boolean } = {}): Pr
   const toProvider = new PassThrough();
   const toHost = new PassThrough();
   const session = defineProvider(spec).listen({ input: toProvider, output: toHost });
-  const client = createMessageConnection(new StreamMessageReader(toHost), new StreamMessageWriter(toProvider));
+  const client = createStreamConnection(toHost, toProvider);
   const reads: string[] = [];
   client.onRequest(METHODS.readBlob, (p: { requestId: string; digest: string }) => {
     reads.push(p.digest);
@@ -116,7 +109,7 @@ describe("defineProvider", () => {
         input: toProvider,
         output: toHost,
       });
-      const client = createMessageConnection(new StreamMessageReader(toHost), new StreamMessageWriter(toProvider));
+      const client = createStreamConnection(toHost, toProvider);
       client.listen();
       open.push(() => {
         session.dispose();

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { validate, validateAssessment, validateEditPlan } from "@asp/contracts";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SdkError } from "../src/index.js";
 import { blobDigest, builtEntry, MemoryRepo, RpcError, TestHost } from "../src/testing/index.js";
 
 const SDK = fileURLToPath(new URL("..", import.meta.url));
@@ -155,6 +156,20 @@ describe("TestHost and the process", () => {
     const seen = JSON.parse(host.stderr) as { argv: string[]; cwd: string; env: string[]; title: string };
     expect(seen).toMatchObject({ argv: ["--flag"], cwd: dir, title: "asp-probe" });
     expect(seen.env.filter((k) => !k.startsWith("__CF") && k !== "PWD")).toEqual(["PATH"]);
+  });
+
+  // host §8: TestHost speaks through the host's own connection, so an author's test sees what a
+  // host refuses: an answer over the bound by its framed Content-Length (here: padded with JSON
+  // whitespace, small once re-serialized; the fixture is @asp/protocol's) fails, and the stream stays usable after it.
+  it("host §8: refuses an answer whose framed size is over maxResponseBytes, like the host", async () => {
+    const host = new TestHost(fileURLToPath(new URL("../../protocol/test/fixtures/fake-padded.mjs", import.meta.url)), {
+      maxResponseBytes: 1024,
+    });
+    hosts.push(host);
+    const error = await host.request("padded").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SdkError);
+    expect(error).toMatchObject({ code: "ASP_SDK_CONNECTION_FAILED", data: { kind: "oversize" } });
+    expect(await host.request("small")).toBe(2);
   });
 });
 

@@ -1,8 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
+import { resolve } from "node:path";
 import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
-import { loadPlugins, type RefusedPlugin, readTrustRoots, refusedPluginKey } from "@asp/plugin-host";
+import {
+  createTempPluginCache,
+  loadPlugins,
+  type RefusedPlugin,
+  readTrustRoots,
+  refusedPluginKey,
+  removePluginCache,
+} from "@asp/plugin-host";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
@@ -106,14 +114,29 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     providers.push(configuredProvider(r.value));
   }
   const refused: RefusedProvider[] = [];
+  // Verified plugins run from the host's own copy of their bytes, beside the store (the store
+  // folder itself is level's), or, for an in-memory store, in a temp folder this host removes.
+  let ownedCache: string | null = null;
   if ((options.plugins ?? []).length > 0) {
-    const loaded = await loadPluginProviders(
-      options.plugins ?? [],
-      options.trustRoots ?? [],
-      policy,
-      options.clock,
-      ids,
-    );
+    let cacheDir = pluginCacheBeside(options.store);
+    if (cacheDir === null) {
+      cacheDir = createTempPluginCache();
+      ownedCache = cacheDir;
+    }
+    let loaded: Awaited<ReturnType<typeof loadPluginProviders>>;
+    try {
+      loaded = await loadPluginProviders(
+        options.plugins ?? [],
+        options.trustRoots ?? [],
+        policy,
+        options.clock,
+        ids,
+        cacheDir,
+      );
+    } catch (error) {
+      if (ownedCache !== null) removePluginCache(ownedCache);
+      throw error;
+    }
     // Unique already: plugin-host refuses two verified plugins claiming one id, and
     // loadPluginProviders refuses a plugin whose id a configured provider holds.
     for (const p of loaded.providers) {
@@ -125,12 +148,23 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
 
   const ownsStore = typeof options.store === "string";
   const storeOptions = options.clock === undefined ? {} : { clock: options.clock };
-  const store =
-    typeof options.store !== "string"
-      ? options.store
-      : options.store === "memory:"
-        ? await createMemoryStore(storeOptions)
-        : await openStore(options.store, storeOptions);
+  // Everything this host owns, released on close or on a failed compose.
+  const release = async (): Promise<void> => {
+    if (ownsStore) await store?.close();
+    if (ownedCache !== null) removePluginCache(ownedCache);
+  };
+  let store: Store | undefined;
+  try {
+    store =
+      typeof options.store !== "string"
+        ? options.store
+        : options.store === "memory:"
+          ? await createMemoryStore(storeOptions)
+          : await openStore(options.store, storeOptions);
+  } catch (error) {
+    await release();
+    throw error;
+  }
 
   const c = rootContainer.createChildContainer();
   const clock: Clock = options.clock ?? { now: () => new Date() };
@@ -161,7 +195,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   try {
     host = c.resolve(Host);
   } catch (error) {
-    if (ownsStore) await store.close();
+    await release();
     throw error;
   }
   const close = host.close.bind(host);
@@ -170,16 +204,23 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     store,
     close: async () => {
       await close();
-      if (ownsStore) await store.close();
+      await release();
     },
   });
   if (options.warm !== false) await host.warm();
   return composed;
 }
 
+/** `<store>.plugins` beside a store folder (never inside: that folder is level's), or null for an in-memory store. */
+function pluginCacheBeside(store: string | Store): string | null {
+  const location = typeof store === "string" ? store : store.location;
+  return location === "memory:" ? null : `${resolve(location)}.plugins`;
+}
+
 /**
  * Providers from signed plugin folders, loaded and verified by `@asp/plugin-host` (signature
- * against the trust roots, digest, policy plugin grant). A refused plugin never runs: it is
+ * against the trust roots, digest, policy plugin grant) and launched only from the host's
+ * read-only copy of the verified bytes in `cacheDir`. A refused plugin never runs: it is
  * reported as an unavailable provider under `plugin:<its real folder>` (plugin-host's
  * `RefusedPlugin.key`), never under the id it claims, so it can neither shadow nor impersonate
  * a verified provider; it degrades coverage visibly and a required requirement it would have
@@ -197,11 +238,13 @@ async function loadPluginProviders(
   policy: HostPolicy,
   clock: Clock | undefined,
   taken: ReadonlySet<string>,
+  cacheDir: string,
 ): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[] }> {
   const result = await loadPlugins({
     dirs,
     trustRoots: readTrustRoots(trustRootFiles),
     policy: policy.document as Policy,
+    cacheDir,
     ...(clock === undefined ? {} : { now: () => clock.now() }),
     // The gate host runs providers only: a verifier's or sandbox's code never enters it.
     kinds: ["provider"],

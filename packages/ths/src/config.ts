@@ -1,6 +1,12 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { type ProviderManifest, validate } from "@asp/contracts";
+import {
+  type DuplicateKey,
+  findDuplicateKeys,
+  type ProviderManifest,
+  type ValidationError,
+  validate,
+} from "@asp/contracts";
 import { ThsError } from "./errors.js";
 
 /**
@@ -32,45 +38,36 @@ export interface HostConfig {
   readonly candidatePolicy: string | null;
 }
 
-const KEYS = new Set([
-  "$schema",
-  "store",
-  "policy",
-  "trustRoots",
-  "plugins",
-  "providers",
-  "excludes",
-  "candidatePolicy",
-  "description",
-]);
-
-function bad(path: string, pointer: string, message: string): never {
-  throw new ThsError("ASP_THS_BAD_CONFIG", `${path}: ${pointer || "/"} ${message}`, { data: { path, pointer } });
+function bad(path: string, pointer: string, message: string, errors?: readonly ValidationError[]): never {
+  throw new ThsError("ASP_THS_BAD_CONFIG", `${path}: ${pointer || "/"} ${message}`, {
+    data: { path, pointer, ...(errors === undefined ? {} : { errors }) },
+  });
 }
 
-function strings(path: string, raw: Record<string, unknown>, key: string): string[] {
-  const v = raw[key];
-  if (v === undefined) return [];
-  if (!Array.isArray(v) || v.some((s) => typeof s !== "string" || s === ""))
-    bad(path, `/${key}`, "must be an array of non-empty strings");
-  return v as string[];
-}
+const PROVIDER_POINTER = /^\/providers\/(\d+)(?:\/|$)/;
 
 /**
- * Parse and validate a host configuration object; relative paths resolve against `baseDir`.
- * @throws ThsError `ASP_THS_BAD_CONFIG` (shape), `ASP_THS_BAD_MANIFEST` (a provider manifest).
+ * Parse and validate a host configuration object against the closed contracts `host-config`
+ * schema (unknown keys refused, at any depth); relative paths resolve against `baseDir`.
+ *
+ * @throws ThsError `ASP_THS_BAD_CONFIG` (the file's own shape, with `data.errors`),
+ *   `ASP_THS_BAD_MANIFEST` (only a provider manifest is invalid, or a provider is configured twice).
  */
 export function parseHostConfig(raw: unknown, baseDir: string, path = "host configuration"): HostConfig {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) bad(path, "", "must be a JSON object");
-  const obj = raw as Record<string, unknown>;
-  for (const k of Object.keys(obj)) if (!KEYS.has(k)) bad(path, `/${k}`, "is not an allowed property");
-  for (const k of ["store", "policy"]) {
-    if (typeof obj[k] !== "string" || obj[k] === "") bad(path, `/${k}`, "is required (a path)");
+  const r = validate("host-config", raw);
+  if (!r.ok) {
+    // Errors inside one provider manifest keep their own code, exactly as `checkManifest` raises it.
+    const manifestErrors = r.errors.every((e) => PROVIDER_POINTER.test(e.pointer));
+    if (manifestErrors) {
+      const index = Number(PROVIDER_POINTER.exec(r.errors[0]?.pointer ?? "")?.[1]);
+      checkManifest((raw as { providers: unknown[] }).providers[index], `${path}#/providers/${index}`);
+    }
+    const first = r.errors[0];
+    bad(path, first?.pointer ?? "", first?.message ?? "is invalid", r.errors);
   }
+  const obj = r.value;
   const at = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
-  const manifests = obj.providers === undefined ? [] : obj.providers;
-  if (!Array.isArray(manifests)) bad(path, "/providers", "must be an array of provider manifests");
-  const providers = manifests.map((m, i) => checkManifest(m, `${path}#/providers/${i}`));
+  const providers = (obj.providers ?? []).map((m, i) => checkManifest(m, `${path}#/providers/${i}`));
   const seen = new Set<string>();
   for (const p of providers) {
     if (seen.has(p.id)) {
@@ -81,28 +78,15 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     seen.add(p.id);
   }
   return {
-    store: at(obj.store as string),
-    policy: at(obj.policy as string),
-    trustRoots: strings(path, obj, "trustRoots").map(at),
-    plugins: strings(path, obj, "plugins").map(at),
+    store: at(obj.store),
+    policy: at(obj.policy),
+    trustRoots: (obj.trustRoots ?? []).map(at),
+    plugins: (obj.plugins ?? []).map(at),
     providers,
-    excludes: strings(path, obj, "excludes"),
-    candidatePolicy: candidatePolicyPath(path, obj.candidatePolicy),
+    excludes: [...(obj.excludes ?? [])],
+    // A path inside the candidate repository: the schema keeps it relative, normalized, never escaping.
+    candidatePolicy: obj.candidatePolicy ?? null,
   };
-}
-
-function candidatePolicyPath(path: string, value: unknown): string | null {
-  if (value === undefined) return null;
-  // A path inside the candidate repository: relative, normalized, never escaping it.
-  if (
-    typeof value !== "string" ||
-    value === "" ||
-    isAbsolute(value) ||
-    value.split("/").some((seg) => seg === "" || seg === "." || seg === "..")
-  ) {
-    bad(path, "/candidatePolicy", "must be a normalized path relative to the repository (e.g. asp.policy.json)");
-  }
-  return value as string;
 }
 
 /**
@@ -123,18 +107,26 @@ export function checkManifest(value: unknown, what = "provider manifest"): Provi
 /**
  * Read a host configuration file. This only parses: call `assertTrustedLocations(repo, { file:
  * path, ...config })` before composing a host that evaluates `repo`.
- * @throws ThsError `ASP_THS_BAD_CONFIG` when unreadable or invalid, `ASP_THS_BAD_MANIFEST`.
+ * @throws ThsError `ASP_THS_BAD_CONFIG` when unreadable, invalid or a key appears twice in one
+ *   object, `ASP_THS_BAD_MANIFEST`.
  */
 export function loadHostConfig(path: string): HostConfig {
   const abs = resolve(path);
   let raw: unknown;
+  let duplicates: DuplicateKey[];
   try {
-    raw = JSON.parse(readFileSync(abs, "utf8"));
+    const text = readFileSync(abs, "utf8");
+    raw = JSON.parse(text);
+    duplicates = findDuplicateKeys(text);
   } catch (cause) {
     throw new ThsError("ASP_THS_BAD_CONFIG", `cannot read host configuration ${abs}: ${(cause as Error).message}`, {
       cause,
       data: { path: abs },
     });
   }
+  // JSON.parse keeps the last of two equal keys: a second "trustRoots" or "providers" would
+  // silently replace what a reader of the file sees first.
+  const first = duplicates[0];
+  if (first !== undefined) bad(abs, first.pointer, `key ${JSON.stringify(first.key)} appears twice in one object`);
   return parseHostConfig(raw, dirname(abs), abs);
 }

@@ -1,11 +1,5 @@
 import type { Readable, Writable } from "node:stream";
-import { METHODS } from "@asp/contracts";
-import {
-  createMessageConnection,
-  type MessageConnection,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+import { createStreamConnection, METHODS, type MessageConnection } from "@asp/protocol";
 import type { Host } from "./host.js";
 
 /**
@@ -17,7 +11,7 @@ export function serveHost(
   input: Readable,
   output: Writable,
 ): MessageConnection {
-  const connection = createMessageConnection(new StreamMessageReader(input), new StreamMessageWriter(output));
+  const connection = createStreamConnection(input, output);
   connection.onRequest(METHODS.hostStatus, () => host.status());
   connection.onRequest(METHODS.hostCapabilities, () => host.capabilities());
   connection.listen();

@@ -4,7 +4,7 @@
  * - a supervisor that launches providers only from trusted configuration (absolute executable,
  *   argv array, trusted cwd, minimal environment), tracks their lifecycle, restarts with
  *   backoff and quarantines,
- * - JSON-RPC over stdio (`vscode-jsonrpc`) with per-request timeouts, cancellation,
+ * - JSON-RPC over stdio (`@asp/protocol` on `vscode-jsonrpc`) with per-request timeouts, cancellation,
  *   response-size and callback bounds; `host/readBlob` / `host/readTree` bound to the baseline,
  * - freshness (baselines are evidence snapshot tree ids; `validAsOf` must match exactly),
  * - {@link decide}: the host §1 rule with its fail table, pure,
@@ -49,7 +49,5 @@ export type { AssessOutcome, HostInfo, TrustedProvider } from "./supervisor.js";
 export { launchEnvironment } from "./supervisor.js";
 export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider } from "./tokens.js";
 export { THS_TOKENS } from "./tokens.js";
-export type { CallFailure, CallResult, ExitInfo, FrameViolation, LaunchSpec } from "./transport.js";
-export { FrameGuard, ProviderConnection } from "./transport.js";
 export type { ProviderLaunch, TrustedLocations, UntrustedLocation } from "./trusted-location.js";
 export { assertTrustedLocations, manifestLocationsInside, untrustedLocations } from "./trusted-location.js";

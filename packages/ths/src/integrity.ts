@@ -8,12 +8,17 @@ import type { TrustedProvider } from "./supervisor.js";
 // folder with the plugin digest (`@asp/plugin-host` digestPlugin: every file, links as links,
 // the executable bit) when it composes, and again before every launch and restart.
 //
-// The remaining window: between the measurement before a launch and the moment the process has
-// read its code (node reads its entry at start and other modules lazily), whoever can write the
-// folder can swap a file in and back. Measuring again after the answer would not close it (the
-// swap can be undone by then). Running from a content-addressed copy that only the host writes
-// closes it (issue 12, plugin supply chain). Code loaded from outside the root (the node binary,
-// modules resolved from parent folders) is never measured: a root must hold what the provider runs.
+// A plugin provider never runs from its folder: plugin-host copies the verified bytes into a
+// host-owned, read-only, content-addressed cache (`<store>.plugins/<digest>/`) and launches from
+// there, so its `cwd` here is that copy, re-measured before every launch and restart; the plugin
+// folder can change at any instant without changing what runs.
+//
+// The remaining window, for a configured provider's root only: between the measurement before a
+// launch and the moment the process has read its code (node reads its entry at start and other
+// modules lazily), whoever can write the folder can swap a file in and back. Measuring again
+// after the answer would not close it (the swap can be undone by then). Code loaded from outside
+// the root (the node binary, modules resolved from parent folders) is never measured: a root
+// must hold what the provider runs (a packed plugin imports only `node:` builtins).
 
 /** The outcome of measuring a folder against a pinned digest. */
 export type RootMeasurement =
@@ -65,7 +70,8 @@ export function configuredProvider(manifest: ProviderManifest): TrustedProvider 
 
 /**
  * A plugin provider plugin-host verified (signature, digest, grant), re-measured before every
- * launch and restart: it launches from the plugin folder (`cwd`), whose digest is its pin.
+ * launch and restart: it launches from the host's cached copy of the verified bytes (`cwd`),
+ * whose digest is its pin; a copy written to since is refused (`integrity_unverified`).
  */
 export function remeasuredPlugin(provider: TrustedProvider): TrustedProvider {
   const { cwd, digest } = provider.manifest;

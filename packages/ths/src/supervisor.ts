@@ -7,7 +7,6 @@ import {
   type FailClass,
   type InitializedParams,
   type InitializeResult,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   type ProviderManifest,
   type ProviderState,
@@ -15,12 +14,19 @@ import {
   validateAssessment,
 } from "@asp/contracts";
 import type { Digest, FactInput, FactLog } from "@asp/evidence";
-import { ResponseError } from "vscode-jsonrpc/node";
+import {
+  type CallFailure,
+  type ExitInfo,
+  type LaunchSpec,
+  METHODS,
+  PROTOCOL_ERRORS,
+  ProviderConnection,
+  ResponseError,
+} from "@asp/protocol";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import { type ContentView, RequestScope } from "./content.js";
 import { freshnessMismatch } from "./freshness.js";
 import { loadHealth, outcomeOfAssessment, ProviderHealth, type ProviderStatus } from "./health.js";
-import { type CallFailure, type ExitInfo, type LaunchSpec, ProviderConnection } from "./transport.js";
 
 /** A provider the host may launch: trusted launch configuration plus where it came from. */
 export interface TrustedProvider {
@@ -62,8 +68,6 @@ export interface HostInfo {
   readonly name: string;
   readonly version: string;
 }
-
-const METHOD_NOT_FOUND = -32601;
 
 const majorOf = (v: string): string => v.split(".")[0] ?? "";
 
@@ -319,12 +323,12 @@ export class ProviderSupervisor {
     const conn = ProviderConnection.launch(spec, this.budgets.maxResponseBytes, (info) => this.onExit(conn, info));
     this.conn = conn;
     this.setState("launched");
-    conn.connection.onRequest("host/readBlob", (params: unknown) => this.readBlob(params));
-    conn.connection.onRequest("host/readTree", (params: unknown) => this.readTree(params));
+    conn.connection.onRequest(METHODS.readBlob, (params: unknown) => this.readBlob(params));
+    conn.connection.onRequest(METHODS.readTree, (params: unknown) => this.readTree(params));
     this.setState("initializing");
     const timeout = Math.min(this.timings.initializeTimeoutMs, Math.max(1, deadlineAt - performance.now()));
     const res = await conn.call<unknown>(
-      "initialize",
+      METHODS.initialize,
       {
         protocolVersion: PROTOCOL_VERSION,
         host: { name: this.host.name, version: this.host.version },
@@ -360,7 +364,7 @@ export class ProviderSupervisor {
       );
     }
     this.init = result;
-    conn.notify("initialized", { grants: this.grants } satisfies InitializedParams);
+    conn.notify(METHODS.initialized, { grants: this.grants } satisfies InitializedParams);
     this.setState("initialized");
     return { ok: true };
   }
@@ -383,7 +387,7 @@ export class ProviderSupervisor {
       case "unparseable":
         return ["malformed", "malformed", f.detail];
       case "response-error":
-        if (f.code === PROTOCOL_ERRORS.unsupported || f.code === METHOD_NOT_FOUND)
+        if (f.code === PROTOCOL_ERRORS.unsupported || f.code === PROTOCOL_ERRORS.methodNotFound)
           return ["unsupported", "degraded", `error ${f.code}: ${f.detail}`];
         if (f.code === PROTOCOL_ERRORS.requestCancelled) return ["cancelled", "cancelled", f.detail];
         return ["errored", "degraded", `error ${f.code}: ${f.detail}`];
@@ -393,7 +397,7 @@ export class ProviderSupervisor {
   private scopeFor(params: unknown, kind: "blob" | "tree"): RequestScope {
     const schema = kind === "blob" ? "protocol-read-blob-params" : "protocol-read-tree-params";
     const valid = validate(schema, params);
-    if (!valid.ok) throw new ResponseError(-32602, `invalid ${schema.replace("protocol-", "")}`);
+    if (!valid.ok) throw new ResponseError(PROTOCOL_ERRORS.invalidParams, `invalid ${schema.replace("protocol-", "")}`);
     const scope = this.scopes.get(valid.value.requestId);
     if (scope === undefined) {
       throw new ResponseError(PROTOCOL_ERRORS.unknownRequest, `no live request ${valid.value.requestId}`);
@@ -481,7 +485,12 @@ export class ProviderSupervisor {
       this.scopes.set(requestId, scope);
       this.setState("active", "check");
       this.stateValue = "active";
-      const res = await conn.call<unknown>("check/assess", { ...params, requestId, deadlineMs: left }, left, signal);
+      const res = await conn.call<unknown>(
+        METHODS.checkAssess,
+        { ...params, requestId, deadlineMs: left },
+        left,
+        signal,
+      );
       this.scopes.delete(requestId);
       if (!res.ok) {
         const [failClass, state, detail] = this.classify(res.failure, conn);

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { validate } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
 import { composeHost, loadHostConfig, parseHostConfig, THS_ERROR_CODES } from "../src/index.js";
 import { manifest, policyFor } from "./helpers.js";
@@ -46,12 +47,58 @@ describe("host configuration", () => {
       "ASP_THS_BAD_CONFIG",
     ],
     [
+      "an unknown key beside valid ones (a misspelt trustRoots)",
+      { store: "s", policy: "p", trustroots: ["k.pub"] },
+      "ASP_THS_BAD_CONFIG",
+    ],
+    ["a $schema that is not a string", { store: "s", policy: "p", $schema: 3 }, "ASP_THS_BAD_CONFIG"],
+    [
+      "a description that is not a string",
+      { store: "s", policy: "p", description: { shell: "x" } },
+      "ASP_THS_BAD_CONFIG",
+    ],
+    ["an empty trust root path", { store: "s", policy: "p", trustRoots: [""] }, "ASP_THS_BAD_CONFIG"],
+    ["providers that are not a list", { store: "s", policy: "p", providers: {} }, "ASP_THS_BAD_CONFIG"],
+    [
+      "an unknown key inside a provider manifest",
+      { store: "s", policy: "p", providers: [{ ...manifest("fake-hang"), shell: "/bin/sh" }] },
+      "ASP_THS_BAD_MANIFEST",
+    ],
+    [
+      "a bad manifest next to an unknown top-level key",
+      { store: "s", policy: "p", extra: 1, providers: [{ ...manifest("fake-hang"), args: "a b" }] },
+      "ASP_THS_BAD_CONFIG",
+    ],
+    [
       "a duplicate provider",
       { store: "s", policy: "p", providers: [manifest("fake-hang"), manifest("fake-hang")] },
       "ASP_THS_BAD_MANIFEST",
     ],
   ])("refuses %s", (_what, raw, code) => {
     expect(() => parseHostConfig(raw, "/tmp")).toThrowWithCode(code);
+  });
+
+  it("validates with the published contracts schema: what the schema accepts, the host accepts", () => {
+    const raw = {
+      $schema: "x",
+      description: "ci host",
+      store: "s",
+      policy: "p",
+      trustRoots: ["k.pub"],
+      excludes: ["dist/"],
+    };
+    expect(validate("host-config", raw).ok).toBe(true);
+    expect(parseHostConfig(raw, "/tmp").trustRoots).toEqual(["/tmp/k.pub"]);
+    const typo = { ...raw, exclude: ["dist/"] };
+    expect(validate("host-config", typo).ok).toBe(false);
+    expect(() => parseHostConfig(typo, "/tmp")).toThrowWithCode("ASP_THS_BAD_CONFIG");
+  });
+
+  it("host §2: refuses a file with a key given twice, never reads it as its last value", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "asp-ths-config-")), "asp.host.json");
+    // The second "trustRoots" would silently replace the first under JSON.parse.
+    writeFileSync(file, '{"store":"s","policy":"p","trustRoots":["/etc/asp/team.pub"],"trustRoots":["/tmp/mine.pub"]}');
+    expect(() => loadHostConfig(file)).toThrowWithCode("ASP_THS_BAD_CONFIG");
   });
 
   it("refuses an unreadable file and an invalid policy with typed codes", async () => {

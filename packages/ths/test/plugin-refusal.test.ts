@@ -1,45 +1,19 @@
 import { execFileSync } from "node:child_process";
-import {
-  appendFileSync,
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-} from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { type DecisionEnvelope, type Policy, validate } from "@asp/contracts";
+import { type DecisionEnvelope, validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { composeHost, showReceipt } from "../src/index.js";
+import { FAKE_AWS_KEY, ID, SIGNED, secretsPolicy, TRUST_ROOT } from "./example-plugin.js";
 import { fakeClock, manifest, tempRepo } from "./helpers.js";
 
 // Issue 11 item 10: a refused plugin is keyed by its folder, never by the id it claims, and no
 // set of plugin folders can end an evaluation without a decision and a durable receipt. The
 // plugin under attack is the real, built and signed example secrets provider (`pnpm build`),
 // verified against the example trust root and pinned by the example policy.
-
-const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-const SIGNED = join(ROOT, "plugins", "provider-secrets", "dist", "plugin");
-const TRUST_ROOT = join(ROOT, "examples", "keys", "example.key.pub");
-const ID = "asp.provider-secrets";
-// A made-up key in the shape of an AWS access key id.
-const FAKE_AWS_KEY = ["AKIA", "Q7XJ3KZP", "2M4N8RTB"].join("");
-
-/** The example policy, narrowed to the one requirement the secrets provider answers. */
-function secretsPolicy(): Policy {
-  const p = JSON.parse(readFileSync(join(ROOT, "examples", "asp.policy.json"), "utf8")) as Policy;
-  return {
-    ...p,
-    requirements: p.requirements.filter((r) => r.id === "secrets"),
-    grants: p.grants.filter((g) => g.provider === ID),
-  };
-}
 
 const scratch = (): string => realpathSync(mkdtempSync(join(tmpdir(), "asp-ths-plugin-refusal-")));
 

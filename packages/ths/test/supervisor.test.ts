@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { validate } from "@asp/contracts";
+import { createStreamConnection } from "@asp/protocol";
 import { describe, expect, it } from "vitest";
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
 import { launchEnvironment, serveHost } from "../src/index.js";
 import { FIXTURES, manifest, policyFor, tempRepo, testHost } from "./helpers.js";
 
@@ -240,7 +240,7 @@ describe("supervisor", () => {
       const toHost = new PassThrough();
       const fromHost = new PassThrough();
       const server = serveHost(host, toHost, fromHost);
-      const client = createMessageConnection(new StreamMessageReader(fromHost), new StreamMessageWriter(toHost));
+      const client = createStreamConnection(fromHost, toHost);
       client.listen();
       try {
         const status = await client.sendRequest("host/status");

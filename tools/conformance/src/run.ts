@@ -1,22 +1,20 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import {
   type Assessment,
   findHostOwnedFields,
   type InitializeResult,
-  METHODS,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   validate,
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
 import {
   CancellationTokenSource,
-  createMessageConnection,
+  type ExitInfo,
+  METHODS,
   type MessageConnection,
+  PROTOCOL_ERRORS,
+  ProviderConnection,
   ResponseError,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+} from "@asp/protocol";
 import { CHECKS, type CheckId, SUITE_VERSION } from "./checks.js";
 import { ConformanceError } from "./errors.js";
 import { buildFixtureTree, type FixtureTree } from "./fixture-tree.js";
@@ -34,7 +32,10 @@ export interface ConformanceOptions {
   readonly startupTimeoutMs?: number;
   /** How soon after `$/cancelRequest` an answer must arrive, default 1000 ms. */
   readonly cancelBoundMs?: number;
-  /** Largest acceptable response, default 1 MiB. */
+  /**
+   * Largest acceptable message from the provider, default 1 MiB. Judged exactly as the host
+   * judges it: on the framed `Content-Length`, before parsing (`@asp/protocol`).
+   */
   readonly maxResponseBytes?: number;
   /** Callbacks one request may make, default 256. */
   readonly maxCallbacksPerRequest?: number;
@@ -144,58 +145,55 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   };
   const fixture = await buildFixtureTree();
 
-  let child: ChildProcessWithoutNullStreams;
-  let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  let spawnError: Error | null = null;
-  let stderr = "";
+  let exited: ExitInfo | null = null;
   let head = Buffer.alloc(0);
   const transportErrors: string[] = [];
-  try {
-    child = spawn(exe, args, {
-      cwd: options.cwd ?? process.cwd(),
-      env: options.env ?? { PATH: process.env.PATH ?? "" },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-  } catch (error) {
-    return finish(options, results, null, started, `cannot launch: ${describeError(error)}`);
-  }
-  const exitPromise = new Promise<void>((resolve) => {
-    child.on("exit", (code, signal) => {
-      exited = { code, signal };
-      resolve();
-    });
-    child.on("error", (error) => {
-      spawnError = error;
-      resolve();
-    });
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString("utf8")).slice(-4000);
-  });
   // Rejects when the session is over for good: the provider exited, or stdout is not framed.
   let breakSession: (reason: Error) => void = () => {};
   const broken = new Promise<never>((_, reject) => {
     breakSession = reject;
   });
   broken.catch(() => {});
-  void exitPromise.then(() => breakSession(new Error("exited")));
-  child.stdout.on("data", (chunk: Buffer) => {
+  let resolveExit: () => void = () => {};
+  const exitPromise = new Promise<void>((resolve) => {
+    resolveExit = resolve;
+  });
+  // The host's own connection: the same spawn (structured argv, no shell) and the same
+  // frame-size guard, so an answer is judged by its framed size exactly as the host judges it.
+  const conn = ProviderConnection.launch(
+    { executable: exe, args, cwd: options.cwd ?? process.cwd(), env: options.env ?? { PATH: process.env.PATH ?? "" } },
+    maxResponseBytes,
+    (info) => {
+      exited = info;
+      resolveExit();
+      breakSession(new Error("exited"));
+    },
+    (fault) => {
+      if (fault.kind === "oversize") {
+        set("response-size", false, `${fault.detail} (framed Content-Length, as the host measures it)`);
+        return;
+      }
+      transportErrors.push(fault.detail);
+      breakSession(new Error(`transport error: ${fault.detail}`));
+    },
+  );
+  conn.child.stdout?.on("data", (chunk: Buffer) => {
     if (head.length >= 64) return;
     head = Buffer.concat([head, chunk]).subarray(0, 64);
     if (head.length >= 15 && !/^content-(length|type):/i.test(head.toString("latin1"))) {
       breakSession(new Error(`non-protocol bytes on stdout: ${JSON.stringify(head.toString("utf8").slice(0, 40))}`));
     }
   });
-  child.stdin.on("error", () => {}); // EPIPE when the provider is gone: reported by the checks
-
-  const connection: MessageConnection = createMessageConnection(
-    new StreamMessageReader(child.stdout),
-    new StreamMessageWriter(child.stdin),
-  );
-  connection.onError(([error]) => {
-    transportErrors.push(error.message);
-    breakSession(new Error(`transport error: ${error.message}`));
-  });
+  const connection: MessageConnection = conn.connection;
+  /** One request through the host's call path: a JSON-RPC error rejects as a `ResponseError`. */
+  const request = async (method: string, params: unknown, ms: number, what: string): Promise<unknown> => {
+    const r = await Promise.race([conn.call<unknown>(method, params ?? null, ms), broken]);
+    if (r.ok) return r.value;
+    const f = r.failure;
+    if (f.kind === "response-error") throw new ResponseError(f.code ?? PROTOCOL_ERRORS.internalError, f.detail, f.data);
+    if (f.kind === "timeout") throw new StepTimeout(`${what} did not answer within ${ms} ms`);
+    throw new Error(f.kind === "oversize" ? `${what}: ${f.detail}` : f.detail);
+  };
 
   const tracks = new Map<string, RequestTrack>();
   const foreign: string[] = [];
@@ -240,30 +238,29 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     };
   connection.onRequest(METHODS.readBlob, callback("blob"));
   connection.onRequest(METHODS.readTree, callback("tree"));
-  connection.listen();
 
-  const alive = (): boolean => exited === null && spawnError === null;
+  const alive = (): boolean => exited === null;
   const gone = (): string => {
-    const e = exited as { code: number | null; signal: NodeJS.Signals | null } | null;
-    if (spawnError !== null) return `cannot launch: ${(spawnError as Error).message}`;
-    if (e !== null)
-      return `the provider exited (code ${e.code}, signal ${e.signal})${stderr ? `: ${firstError(stderr)}` : ""}`;
-    return "";
+    const e = exited as ExitInfo | null;
+    if (e === null) return "";
+    if (e.spawnError !== undefined) return `cannot launch: ${e.spawnError}`;
+    const stderr = conn.stderr;
+    return `the provider exited (code ${e.code}, signal ${e.signal})${stderr ? `: ${firstError(stderr)}` : ""}`;
   };
 
   let provider: InitializeResult | null = null;
   try {
     // ---------------------------------------------------------------- initialize
     try {
-      const raw = await within(
-        connection.sendRequest(METHODS.initialize, {
+      const raw = await request(
+        METHODS.initialize,
+        {
           protocolVersion: PROTOCOL_VERSION,
           host: { name: "asp-conformance", version: "1.0.0" },
           processId: process.pid,
-        }),
+        },
         startupTimeoutMs,
         "initialize",
-        broken,
       );
       const r = validate("protocol-initialize-result", raw);
       if (!r.ok) {
@@ -285,20 +282,10 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       set("initialize", false, alive() ? describeError(error) : gone());
     }
     if (provider === null || results.get("protocol-version")?.status === "fail") {
-      return finish(
-        options,
-        results,
-        provider,
-        started,
-        "skipped: initialize failed",
-        child,
-        connection,
-        transportErrors,
-        head,
-      );
+      return finish(options, results, provider, started, "skipped: initialize failed", conn, transportErrors, head);
     }
     const declared = new Set(provider.diagnosticSources);
-    connection.sendNotification(METHODS.initialized, {
+    conn.notify(METHODS.initialized, {
       grants: [{ requirement: "conformance", callSites: ["gate"], sources: [...declared] }],
     });
 
@@ -325,12 +312,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     let answer: unknown;
     let assessFailed: string | null = null;
     try {
-      answer = await within(
-        connection.sendRequest(METHODS.checkAssess, params("conformance-assess")),
-        timeoutMs,
-        "check/assess",
-        broken,
-      );
+      answer = await request(METHODS.checkAssess, params("conformance-assess"), timeoutMs, "check/assess");
     } catch (error) {
       assessFailed = alive() ? describeError(error) : gone();
       if (!(error instanceof ResponseError)) set("assess-deadline", false, assessFailed);
@@ -349,7 +331,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       }
     } else {
       set("assess-deadline", true, "answered in time");
-      checkAssessment(answer, provider, declared, fixture, t1, foreign, { maxResponseBytes, maxCallbacks }, set);
+      const framed = { largest: conn.largestFrameBytes, max: maxResponseBytes };
+      checkAssessment(answer, provider, declared, fixture, t1, foreign, { framed, maxCallbacks }, set);
     }
 
     // ---------------------------------------------------------------- cancellation
@@ -368,16 +351,11 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     // ---------------------------------------------------------------- unknown method
     if (alive()) {
       try {
-        const r = await within(
-          connection.sendRequest("asp/conformance.unknownMethod", { probe: true }),
-          timeoutMs,
-          "an unknown method",
-          broken,
-        );
+        const r = await request("asp/conformance.unknownMethod", { probe: true }, timeoutMs, "an unknown method");
         set("unknown-method", false, `answered an unknown method with a result: ${JSON.stringify(r)?.slice(0, 200)}`);
       } catch (error) {
         if (error instanceof ResponseError) {
-          connection.sendNotification("asp/conformance.unknownNotification", { probe: true });
+          conn.notify("asp/conformance.unknownNotification", { probe: true });
           await new Promise((r) => setTimeout(r, 50));
           set(
             "unknown-method",
@@ -391,30 +369,20 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     // ---------------------------------------------------------------- shutdown
     if (alive()) {
       try {
-        const r = await within(connection.sendRequest(METHODS.shutdown), timeoutMs, "shutdown", broken);
+        const r = await request(METHODS.shutdown, null, timeoutMs, "shutdown");
         if (r !== null && r !== undefined)
           set("shutdown", false, `shutdown answered ${JSON.stringify(r).slice(0, 100)}, not null`);
-        await connection.sendNotification(METHODS.exit);
+        conn.notify(METHODS.exit, undefined);
         await within(exitPromise, timeoutMs, "exit");
-        const e = exited as { code: number | null; signal: NodeJS.Signals | null } | null;
+        const e = exited as ExitInfo | null;
         set("shutdown", e?.code === 0, e?.code === 0 ? "exit code 0" : `exit code ${e?.code}, signal ${e?.signal}`);
       } catch (error) {
         set("shutdown", false, alive() ? describeError(error) : gone());
       }
     } else set("shutdown", false, gone());
-    return finish(options, results, provider, started, "", child, connection, transportErrors, head);
+    return finish(options, results, provider, started, "", conn, transportErrors, head);
   } catch (error) {
-    return finish(
-      options,
-      results,
-      provider,
-      started,
-      `skipped: ${describeError(error)}`,
-      child,
-      connection,
-      transportErrors,
-      head,
-    );
+    return finish(options, results, provider, started, `skipped: ${describeError(error)}`, conn, transportErrors, head);
   }
 }
 
@@ -447,11 +415,13 @@ function checkAssessment(
   fixture: FixtureTree,
   t: RequestTrack,
   foreign: readonly string[],
-  bounds: { maxResponseBytes: number; maxCallbacks: number },
+  bounds: { framed: { largest: number; max: number }; maxCallbacks: number },
   set: Setter,
 ): void {
-  const size = Buffer.byteLength(JSON.stringify(answer ?? null));
-  set("response-size", size <= bounds.maxResponseBytes, `${size} bytes (bound ${bounds.maxResponseBytes})`);
+  // The framed Content-Length, as the host's frame guard measures it (an oversize answer never
+  // gets here: it fails its call, and the stream fault fails this check).
+  const { largest, max } = bounds.framed;
+  set("response-size", largest <= max, `largest message ${largest} bytes framed (bound ${max})`);
   set("callback-budget", t.callbacks <= bounds.maxCallbacks, `${t.callbacks} callbacks (bound ${bounds.maxCallbacks})`);
   set(
     "reads-in-baseline",
@@ -594,8 +564,7 @@ function finish(
   init: InitializeResult | null,
   started: number,
   skipReason: string,
-  child?: ChildProcessWithoutNullStreams,
-  connection?: MessageConnection,
+  conn?: ProviderConnection,
   transportErrors: readonly string[] = [],
   head: Buffer = Buffer.alloc(0),
 ): ConformanceReport {
@@ -611,8 +580,8 @@ function finish(
           ? "no output"
           : "LSP framing",
   });
-  connection?.dispose();
-  if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  conn?.kill();
+  conn?.connection.dispose();
   const checks: ConformanceCheck[] = CHECKS.map((c) => {
     const r = results.get(c.id);
     return { id: c.id, title: c.title, status: r?.status ?? "skip", detail: r?.detail ?? (skipReason || "skipped") };

@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PROTOCOL_VERSION } from "@asp/contracts";
+import { METHODS, ProviderConnection } from "@asp/protocol";
 import { describe, expect, it } from "vitest";
 import { CHECKS, type ConformanceReport, formatReport, isConformanceReport, runConformance } from "../src/index.js";
 
@@ -116,5 +118,65 @@ describe("runConformance", () => {
       expect(r.passed).toBe(false);
       expect(failed(r), formatReport(r)).toContain(check);
     });
+  });
+});
+
+// host §8: the response-size bound is judged on the framed Content-Length, by the kit exactly as
+// by the host (both through @asp/protocol's ProviderConnection). A provider that pads a small
+// answer with JSON whitespace is under the bound re-serialized and over it framed.
+describe("response size, judged as the host judges it (host §8)", () => {
+  const BOUND = 16 * 1024;
+  const padded = fixture("fake-padded-answer.mjs");
+
+  /** The host's verdict: the call path ths's supervisor uses, with the same bound. */
+  async function hostVerdict(pad: number): Promise<"accepted" | string> {
+    const conn = ProviderConnection.launch(
+      { executable: process.execPath, args: [padded, String(pad)], cwd: process.cwd(), env: { PATH: "" } },
+      BOUND,
+      () => {},
+    );
+    try {
+      const init = await conn.call(
+        METHODS.initialize,
+        { protocolVersion: PROTOCOL_VERSION, host: { name: "h", version: "1.0.0" }, processId: null },
+        15_000,
+      );
+      expect(init.ok).toBe(true);
+      conn.notify(METHODS.initialized, { grants: [] });
+      const r = await conn.call(
+        METHODS.checkAssess,
+        {
+          requestId: "r1",
+          callSite: "gate",
+          baseline: `sha256:${"b".repeat(64)}`,
+          changeset: null,
+          requirements: [],
+          deadlineMs: 5000,
+        },
+        5000,
+      );
+      return r.ok ? "accepted" : r.failure.kind;
+    } finally {
+      conn.kill();
+    }
+  }
+
+  it("refuses a whitespace-padded answer whose framed size is over the bound, like the host", async () => {
+    const pad = 64 * 1024;
+    const [report, host] = await Promise.all([
+      runConformance({ command: [process.execPath, padded, String(pad)], timeoutMs: 5000, maxResponseBytes: BOUND }),
+      hostVerdict(pad),
+    ]);
+    expect(host).toBe("oversize");
+    expect(failed(report), formatReport(report)).toContain("response-size");
+  });
+
+  it("accepts the same answer unpadded, like the host", async () => {
+    const [report, host] = await Promise.all([
+      runConformance({ command: [process.execPath, padded, "0"], timeoutMs: 5000, maxResponseBytes: BOUND }),
+      hostVerdict(0),
+    ]);
+    expect(host).toBe("accepted");
+    expect(report.checks.find((c) => c.id === "response-size")?.status, formatReport(report)).toBe("pass");
   });
 });

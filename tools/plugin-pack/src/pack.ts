@@ -1,9 +1,9 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, isBuiltin as isBuiltinModule } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { type PluginManifest, validate } from "@asp/contracts";
 import { MANIFEST_FILE, signPlugin } from "@asp/plugin-host";
-import { build } from "esbuild";
+import { build, type Metafile, type Plugin } from "esbuild";
 import { PackError } from "./errors.js";
 
 /** Where the packed, signed plugin folder goes, relative to the plugin package. */
@@ -22,6 +22,11 @@ export interface PackConfig {
   readonly entry?: string;
   /** Files copied next to the bundle, e.g. TypeScript's default lib `.d.ts` files. */
   readonly assets?: ReadonlyArray<{ readonly package: string; readonly dir: string; readonly match: string }>;
+  /**
+   * Optional modules the code requires inside a try and the plugin does not ship (TypeScript's
+   * `source-map-support`): bundled as a module that throws `MODULE_NOT_FOUND`, never resolved at run time.
+   */
+  readonly absent?: readonly string[];
 }
 
 /** What {@link packPlugin} produced. */
@@ -35,17 +40,85 @@ export interface PackResult {
   readonly manifest: PluginManifest;
 }
 
-// An ESM bundle of CommonJS dependencies (typescript, vscode-jsonrpc, ajv) needs `require`,
-// `__filename` and `__dirname`; TypeScript locates its default lib files from `__dirname`, so
-// they resolve next to the bundle.
+// An ESM bundle of CommonJS dependencies (typescript, vscode-jsonrpc, ajv) reads `__filename`
+// and `__dirname` (TypeScript locates its default lib files from them, next to the bundle):
+// defined from the bundle's own URL. There is deliberately no `require`: a `createRequire`
+// resolver would let a leftover `require` load code from a parent `node_modules`, outside the
+// signed digest. CommonJS `require` of a builtin is bundled instead (see `nodeBuiltins`), and
+// esbuild's shim throws on any other runtime `require`.
 const BANNER = [
-  'import { createRequire as __aspCreateRequire } from "node:module";',
   'import { fileURLToPath as __aspFileURLToPath } from "node:url";',
   'import { dirname as __aspDirname } from "node:path";',
-  "const require = __aspCreateRequire(import.meta.url);",
   "const __filename = __aspFileURLToPath(import.meta.url);",
   "const __dirname = __aspDirname(__filename);",
 ].join("\n");
+
+const BUILTIN_CJS = "asp-builtin-cjs";
+const BUILTIN_ESM = "asp-builtin-esm";
+const ABSENT = "asp-absent";
+
+/** `fs`, `node:fs`, `node:test`: what Node itself serves, never from a folder. */
+const isBuiltin = (specifier: string): boolean => isBuiltinModule(specifier);
+
+/**
+ * Node builtins, the only thing a packed plugin imports from outside its folder, always as
+ * `node:` imports: an `import` becomes an external `node:` import, and a CommonJS `require` of a
+ * builtin becomes a bundled module that re-exports the builtin's default export (imported
+ * statically, `import m from "node:fs"`), so no runtime `require` is needed. Modules the package
+ * declares `absent` (optional dependencies it does not ship, required inside a try) become a
+ * module that throws `MODULE_NOT_FOUND` when required.
+ */
+function nodeBuiltins(absent: readonly string[]): Plugin {
+  return {
+    name: "asp-node-builtins",
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^${BUILTIN_ESM}:`) }, (args) => ({
+        path: args.path.slice(BUILTIN_ESM.length + 1),
+        namespace: BUILTIN_ESM,
+      }));
+      b.onResolve({ filter: /.*/ }, (args) => {
+        if (absent.includes(args.path)) return { path: args.path, namespace: ABSENT };
+        if (!isBuiltin(args.path)) return undefined;
+        const path = args.path.startsWith("node:") ? args.path : `node:${args.path}`;
+        return args.kind === "require-call" ? { path, namespace: BUILTIN_CJS } : { path, external: true };
+      });
+      b.onLoad({ filter: /.*/, namespace: BUILTIN_CJS }, (args) => ({
+        contents: `module.exports = require(${JSON.stringify(`${BUILTIN_ESM}:${args.path}`)}).default;\n`,
+        loader: "js",
+      }));
+      b.onLoad({ filter: /.*/, namespace: BUILTIN_ESM }, (args) => ({
+        contents: `import m from ${JSON.stringify(args.path)};\nexport default m;\n`,
+        loader: "js",
+      }));
+      b.onLoad({ filter: /.*/, namespace: ABSENT }, (args) => ({
+        contents: `throw Object.assign(new Error(${JSON.stringify(`Cannot find module '${args.path}' (not shipped in this plugin)`)}), { code: "MODULE_NOT_FOUND" });\n`,
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/**
+ * Every import the bundle leaves to the runtime, from esbuild's metafile: anything but a `node:`
+ * builtin would be resolved outside the plugin folder, so outside the signed digest.
+ *
+ * @throws PackError `ASP_PACK_EXTERNAL_IMPORT` naming the first such import and its importer.
+ */
+function assertOnlyBuiltinImports(metafile: Metafile): void {
+  for (const [input, { imports }] of Object.entries(metafile.inputs)) {
+    for (const imp of imports) {
+      // `<runtime>` is esbuild's own helper module, part of the bundle.
+      if (imp.external !== true || imp.path === "<runtime>" || (imp.path.startsWith("node:") && isBuiltin(imp.path)))
+        continue;
+      const what = imp.original ?? imp.path;
+      throw new PackError(
+        "ASP_PACK_EXTERNAL_IMPORT",
+        `${input} imports ${JSON.stringify(what)} (${imp.kind}), which is not bundled: a packed plugin may import only node: builtins, so that its signed digest covers all the code that runs. Bundle it (install it as a dependency), or, for an optional module the code requires inside a try, list it in aspPlugin.absent`,
+        { data: { import: what, importer: input, kind: imp.kind } },
+      );
+    }
+  }
+}
 
 function readJson(path: string, what: string): unknown {
   try {
@@ -63,13 +136,25 @@ function readJson(path: string, what: string): unknown {
  * `main.mjs` (so the signed digest covers all the code that runs), copy its manifest and
  * assets, and sign the folder with `keyFile`. The output is deterministic for the same inputs.
  *
+ * The bundle imports nothing but `node:` builtins (read from esbuild's metafile) and has no
+ * runtime `require` resolver, so no code can come from a parent `node_modules`.
+ *
  * @throws PackError `ASP_PACK_BAD_PACKAGE` (no or invalid `asp-plugin.json`, missing entry or asset),
- *   `ASP_PACK_BUNDLE_FAILED` (esbuild errors); PluginError from signing (bad key).
+ *   `ASP_PACK_BUNDLE_FAILED` (esbuild errors), `ASP_PACK_EXTERNAL_IMPORT` (the bundle would import
+ *   something other than a `node:` builtin); PluginError from signing (bad key).
  */
 export async function packPlugin(packageDir: string, keyFile: string): Promise<PackResult> {
   const root = resolve(packageDir);
   const pkg = readJson(join(root, "package.json"), "package.json") as { aspPlugin?: PackConfig };
   const config = pkg.aspPlugin ?? {};
+  if (
+    config.absent !== undefined &&
+    !(Array.isArray(config.absent) && config.absent.every((a) => typeof a === "string"))
+  ) {
+    throw new PackError("ASP_PACK_BAD_PACKAGE", "aspPlugin.absent must be an array of module names", {
+      data: { absent: config.absent },
+    });
+  }
   const manifestResult = validate("plugin-manifest", readJson(join(root, MANIFEST_FILE), "plugin manifest"));
   if (!manifestResult.ok) {
     const first = manifestResult.errors[0];
@@ -101,9 +186,10 @@ export async function packPlugin(packageDir: string, keyFile: string): Promise<P
     format: "esm",
     target: "node20",
     banner: { js: BANNER },
+    plugins: [nodeBuiltins(config.absent ?? [])],
     legalComments: "eof",
     logLevel: "silent",
-    metafile: false,
+    metafile: true,
   }).catch((error: unknown) => {
     throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} failed: ${(error as Error).message}`, {
       cause: error,
@@ -112,6 +198,7 @@ export async function packPlugin(packageDir: string, keyFile: string): Promise<P
   if (result.errors.length > 0) {
     throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} failed: ${result.errors[0]?.text}`);
   }
+  assertOnlyBuiltinImports(result.metafile);
 
   writeFileSync(join(out, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   const requireFromPackage = createRequire(join(root, "package.json"));

@@ -8,7 +8,10 @@ import { readTrustRoots, verifyPlugin, writeKeyPair } from "@asp/plugin-host";
 import { describe, expect, it } from "vitest";
 import { PACKED_DIR, packPlugin, pinPlugins, pinPolicy } from "../src/index.js";
 
-function fixturePackage(): { dir: string; key: string; pub: string } {
+/** A CommonJS dependency that reads __dirname and requires a builtin, like TypeScript locating its lib files. */
+const FAKE_DEP = "exports.where = () => require('node:path').basename(__dirname);\n";
+
+function fixturePackage(options: { dep?: string; absent?: string[] } = {}): { dir: string; key: string; pub: string } {
   const dir = mkdtempSync(join(tmpdir(), "asp-pack-"));
   writeFileSync(
     join(dir, "package.json"),
@@ -18,6 +21,7 @@ function fixturePackage(): { dir: string; key: string; pub: string } {
       aspPlugin: {
         entry: "built/main.js",
         assets: [{ package: "fake-assets", dir: "lib", match: "^lib\\..*\\.d\\.ts$" }],
+        ...(options.absent === undefined ? {} : { absent: options.absent }),
       },
     }),
   );
@@ -35,16 +39,12 @@ function fixturePackage(): { dir: string; key: string; pub: string } {
     }),
   );
   mkdirSync(join(dir, "built"));
-  // A CommonJS dependency that reads __dirname, like TypeScript locating its lib files.
   mkdirSync(join(dir, "node_modules", "fake-dep"), { recursive: true });
   writeFileSync(
     join(dir, "node_modules", "fake-dep", "package.json"),
     JSON.stringify({ name: "fake-dep", main: "index.js" }),
   );
-  writeFileSync(
-    join(dir, "node_modules", "fake-dep", "index.js"),
-    "exports.where = () => require('node:path').basename(__dirname);\n",
-  );
+  writeFileSync(join(dir, "node_modules", "fake-dep", "index.js"), options.dep ?? FAKE_DEP);
   writeFileSync(
     join(dir, "built", "main.js"),
     'import { where } from "fake-dep";\nprocess.stdout.write("running from " + where());\n',
@@ -75,6 +75,34 @@ describe("packPlugin", () => {
     expect(run.stdout).toBe(`running from ${PACKED_DIR.split("/").at(-1)}`);
     const verified = verifyPlugin(packed.dir, { trustRoots: readTrustRoots([pub]) });
     expect(verified.evidence.digest).toBe(packed.digest);
+  });
+
+  describe("when the bundle would load code from outside the signed folder (issue 12 item 2)", () => {
+    it("refuses an import it cannot bundle (ASP_PACK_EXTERNAL_IMPORT), naming it", async () => {
+      // esbuild leaves an unresolvable require inside a try to the runtime: outside the digest.
+      const dep = `try { exports.extra = require("optional-missing"); } catch {}\n${FAKE_DEP}`;
+      const { dir, key } = fixturePackage({ dep });
+      const refused = packPlugin(dir, key);
+      await expect(refused).rejects.toThrowWithCode("ASP_PACK_EXTERNAL_IMPORT");
+      await expect(refused).rejects.toMatchObject({ data: { import: "optional-missing", kind: "require-call" } });
+      // Declared absent, it is bundled as a module that throws, and the try takes it.
+      const declared = fixturePackage({ dep, absent: ["optional-missing"] });
+      const packed = await packPlugin(declared.dir, declared.key);
+      const run = spawnSync(process.execPath, [join(packed.dir, "main.mjs")], { encoding: "utf8", cwd: tmpdir() });
+      expect(run.stdout).toBe(`running from ${PACKED_DIR.split("/").at(-1)}`);
+    });
+
+    it("host §1: a leftover runtime require cannot reach a parent node_modules (no createRequire resolver)", async () => {
+      const dep = `const name = ["ev", "il"].join("");\ntry { require(name); } catch { process.stdout.write("refused "); }\n${FAKE_DEP}`;
+      const { dir, key } = fixturePackage({ dep });
+      // Beside the packed folder's parents, where Node's resolution would look.
+      mkdirSync(join(dir, "node_modules", "evil"), { recursive: true });
+      writeFileSync(join(dir, "node_modules", "evil", "index.js"), 'process.stdout.write("EVIL ");\n');
+      const packed = await packPlugin(dir, key);
+      expect(readFileSync(join(packed.dir, "main.mjs"), "utf8")).not.toContain("createRequire");
+      const run = spawnSync(process.execPath, [join(packed.dir, "main.mjs")], { encoding: "utf8", cwd: dir });
+      expect(run.stdout).toBe(`refused running from ${PACKED_DIR.split("/").at(-1)}`);
+    });
   });
 
   it("is deterministic: packing twice gives the same digest", async () => {

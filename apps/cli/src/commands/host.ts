@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
-import { openStore } from "@asp/evidence";
+import { createMemoryStore, type FactLog, type FactLogHead, formatHead, parseHead } from "@asp/evidence";
 import {
   assertTrustedLocations,
   type ComposedHost,
@@ -20,6 +20,7 @@ import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { requireHostConfig } from "../host-config.js";
 import { inert } from "../terminal.js";
+import { openForReading, openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
 
 /** The help text of every `--config` option. */
 export const CONFIG_OPTION_HELP =
@@ -130,6 +131,7 @@ interface EvaluateFlags {
   readonly config?: string;
   readonly repo?: string;
   readonly base?: string;
+  readonly wait?: string;
 }
 
 async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags: EvaluateFlags): Promise<void> {
@@ -139,7 +141,17 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
   }
   // Threat model invariant 2: the candidate never configures the host that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  const host = await hostFromConfig(ctx, config);
+  const waitMs = parseWait(flags.wait);
+  // The store is held for the whole evaluation: what the decision read (the trusted base) is
+  // still what it appends after (ADR 0003). Another holder is waited for, bounded.
+  const store = await openForWriting(ctx, verb, config.store, waitMs);
+  let host: ComposedHost;
+  try {
+    host = await hostFromConfig(ctx, config, { store });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   try {
     const { envelope } = await host.evaluate(callSite, {
       repo,
@@ -151,7 +163,11 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
     ctx.print(renderEnvelope(envelope, config.store), envelope);
     ctx.setExit(EXIT_OF[envelope.decision]);
   } finally {
-    await host.close();
+    try {
+      await host.close();
+    } finally {
+      await store.close();
+    }
   }
 }
 
@@ -160,7 +176,8 @@ function evaluateCommand(program: Command, ctx: CliContext, verb: string, callSi
     .command(verb)
     .description(description)
     .option("--config <path>", CONFIG_OPTION_HELP)
-    .option("--repo <dir>", "the repository to evaluate", ".");
+    .option("--repo <dir>", "the repository to evaluate", ".")
+    .option("--wait <seconds>", WAIT_OPTION_HELP);
   if (callSite !== "sweep")
     cmd.option(
       "--base <rev>",
@@ -196,23 +213,34 @@ export function registerSweep(program: Command, ctx: CliContext): void {
   );
 }
 
+/**
+ * Run `fn` over the store's log, opened read-only (a private snapshot: a running gate is never
+ * blocked), or `null` when there is no store yet.
+ */
 async function withStore<T>(
   ctx: CliContext,
   configPath: string | undefined,
-  fn: (log: Awaited<ReturnType<typeof openStore>>["log"]) => Promise<T>,
+  fn: (log: FactLog | null) => Promise<T>,
 ): Promise<T> {
   const config = readHostConfig(ctx, configPath);
-  const store = await openStore(config.store);
+  const store = await openForReading(config.store);
   try {
-    return await fn(store.log);
+    return await fn(store?.log ?? null);
   } finally {
-    await store.close();
+    await store?.close();
   }
 }
 
-/** `asp receipts list|show|verify`: the durable audit receipts of past decisions. */
+/** A log that checks `expectHead` on every `verify()` (what `receipts verify --expect-head` walks). */
+function expecting(log: FactLog, expectHead: FactLogHead): FactLog {
+  return { ...log, verify: (options) => log.verify({ ...options, expectHead }) };
+}
+
+/** `asp receipts list|show|verify|head`: the durable audit receipts of past decisions (read-only). */
 export function registerReceipts(program: Command, ctx: CliContext): void {
-  const receipts = program.command("receipts").description("list, show and verify audit receipts");
+  const receipts = program
+    .command("receipts")
+    .description("list, show and verify audit receipts, and print the store's head (read-only: never blocks a gate)");
   receipts
     .command("list")
     .description("the latest receipts, newest first")
@@ -222,7 +250,7 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
       const limit = Number(flags.limit);
       if (!Number.isInteger(limit) || limit < 1)
         throw new UsageError("ASP_CLI_USAGE", "--limit must be a positive integer");
-      const rows = await withStore(ctx, flags.config, (log) => listReceipts(log, limit));
+      const rows = await withStore(ctx, flags.config, async (log) => (log === null ? [] : listReceipts(log, limit)));
       ctx.print(
         rows.length === 0
           ? "no receipts yet"
@@ -241,7 +269,10 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
     .description("one receipt (by receipt or decision id) with its envelope")
     .option("--config <path>", CONFIG_OPTION_HELP)
     .action(async (id: string, flags: { config?: string }) => {
-      const r = await withStore(ctx, flags.config, (log) => showReceipt(log, id));
+      // No store yet: the lookup fails as for any id not in it (ASP_THS_RECEIPT_NOT_FOUND).
+      const r = await withStore(ctx, flags.config, async (log) =>
+        showReceipt(log ?? (await createMemoryStore()).log, id),
+      );
       ctx.print(
         [
           `receipt ${inert(r.receipt.receiptId)} (seq ${r.seq}, ${inert(r.at)})`,
@@ -253,17 +284,55 @@ export function registerReceipts(program: Command, ctx: CliContext): void {
   receipts
     .command("verify")
     .description(
-      "walk the hash chain and check every receipt against its envelope (exit 3 when anything fails, never 1: a broken audit trail is not a deny)",
+      "walk the hash chain and check every receipt against its envelope (exit 3 when anything fails, never 1: a broken audit trail is not a deny; 74 when the store is damaged)",
+    )
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option(
+      "--expect-head <SEQ:DIGEST>",
+      "a head recorded earlier (asp receipts head): fail unless the chain still passes through it",
+    )
+    .action(async (flags: { config?: string; expectHead?: string }) => {
+      const expectHead = flags.expectHead === undefined ? undefined : parseHead(flags.expectHead);
+      const v = await withStore(ctx, flags.config, async (log) => {
+        if (log !== null) return verifyReceipts(expectHead === undefined ? log : expecting(log, expectHead));
+        // No store at all: nothing to verify, unless a head was expected (a store deleted).
+        return {
+          ok: expectHead === undefined,
+          entries: 0,
+          head: null,
+          receipts: 0,
+          problems:
+            expectHead === undefined
+              ? []
+              : [
+                  {
+                    seq: expectHead.seq,
+                    receiptId: null,
+                    problem: "there is no evidence store: the expected head is not on any chain",
+                  },
+                ],
+        };
+      });
+      const machine = expectHead === undefined ? v : { ...v, expectHead: formatHead(expectHead) };
+      ctx.print(
+        v.ok
+          ? `ok: ${v.entries} fact log entries, ${v.receipts} receipts verified${v.head === null ? "" : `, head ${formatHead(v.head)}`}${expectHead === undefined ? "" : `; passes through ${formatHead(expectHead)}`}`
+          : `FAILED:\n${v.problems.map((p) => `  seq ${p.seq}${p.receiptId === null ? "" : ` ${inert(p.receiptId)}`}: ${inert(p.problem)}`).join("\n")}`,
+        machine,
+      );
+      if (!v.ok) ctx.setExit(EXIT.verificationFailed);
+    });
+  receipts
+    .command("head")
+    .description(
+      "print the store's head as SEQ:DIGEST: record it elsewhere (a CI log), check it later with verify --expect-head",
     )
     .option("--config <path>", CONFIG_OPTION_HELP)
     .action(async (flags: { config?: string }) => {
-      const v = await withStore(ctx, flags.config, (log) => verifyReceipts(log));
-      ctx.print(
-        v.ok
-          ? `ok: ${v.entries} fact log entries, ${v.receipts} receipts verified${v.head === null ? "" : `, head ${inert(v.head.digest)}`}`
-          : `FAILED:\n${v.problems.map((p) => `  seq ${p.seq}${p.receiptId === null ? "" : ` ${inert(p.receiptId)}`}: ${inert(p.problem)}`).join("\n")}`,
-        v,
-      );
-      if (!v.ok) ctx.setExit(EXIT.verificationFailed);
+      const head = await withStore(ctx, flags.config, async (log) => (log === null ? null : log.head()));
+      ctx.print(head === null ? "no head: the store is empty or not created yet" : formatHead(head), {
+        head,
+        text: head === null ? null : formatHead(head),
+      });
     });
 }

@@ -6,6 +6,7 @@ import { registerCheck, registerGate, registerReceipts, registerSweep } from "./
 import { registerPlugin } from "./plugin.js";
 import { registerPolicy } from "./policy.js";
 import { registerStatus } from "./status.js";
+import { registerStore } from "./store.js";
 
 /** Every `asp` subcommand, in help order. A new command adds one line here. */
 export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void> = [
@@ -14,6 +15,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerGate,
   registerSweep,
   registerReceipts,
+  registerStore,
   registerConfig,
   registerPolicy,
   registerPlugin,

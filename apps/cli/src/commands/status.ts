@@ -8,6 +8,7 @@ import { EXIT } from "../exit-codes.js";
 import { findHostConfig } from "../host-config.js";
 import { inert } from "../terminal.js";
 import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
+import { openForReading } from "./store.js";
 
 /** One problem that makes the trusted policy unusable, with its stable code. */
 export interface PolicyProblemReport {
@@ -62,14 +63,20 @@ function readPolicy(path: string): NonNullable<StatusReport["policy"]> {
 
 /**
  * Provider health as the store recorded it (host §8), read without launching any provider: the
- * host is composed (policy loaded as the host loads it, plugins verified) but never warmed.
- * A store that does not exist yet is not created: every figure is then zero.
+ * host is composed (policy loaded as the host loads it, plugins verified) but never warmed, over
+ * a read-only snapshot of the store. A store that does not exist yet is not created: every
+ * figure is then zero.
  */
 async function storedStatus(ctx: CliContext, config: HostConfig): Promise<HostStatus> {
-  const composed = await hostFromConfig(ctx, config, {
-    warm: false,
-    ...(existsSync(config.store) ? {} : { store: "memory:" }),
-  });
+  // Read-only: a private snapshot of the store, so `status` never waits for (or blocks) a gate.
+  const store = await openForReading(config.store);
+  let composed: Awaited<ReturnType<typeof hostFromConfig>>;
+  try {
+    composed = await hostFromConfig(ctx, config, { warm: false, store: store ?? "memory:" });
+  } catch (error) {
+    await store?.close();
+    throw error;
+  }
   try {
     return await readHealthStatus({
       log: composed.store.log,
@@ -79,7 +86,11 @@ async function storedStatus(ctx: CliContext, config: HostConfig): Promise<HostSt
       now: new Date(),
     });
   } finally {
-    await composed.close();
+    try {
+      await composed.close();
+    } finally {
+      await store?.close();
+    }
   }
 }
 

@@ -62,6 +62,9 @@ export const RelPath = Type.String({
   pattern: "^(?!/)(?!.*//)(?!.*\\\\)(?!(?:.*/)?\\.\\.?(?:/|$))[^\\u0000]+(?<!/)$",
 });
 
+/** A plugin id (`asp-plugin.json` `id`): npm-like, optionally one `scope/` level. */
+export const PluginId = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)?$", maxLength: 214 });
+
 /** Absolute POSIX path (trusted launch configuration only). */
 export const AbsPath = Type.String({ minLength: 2, maxLength: 4096, pattern: "^/[^\\u0000]*$" });
 

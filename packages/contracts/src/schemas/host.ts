@@ -30,6 +30,7 @@ import {
   Digest,
   Id,
   Json,
+  PluginId,
   ProviderRef,
   ProviderStateT,
   RelPath,
@@ -324,7 +325,7 @@ export type ProviderManifest = Static<typeof ProviderManifestSchema>;
 /** A plugin's own manifest (`asp-plugin.json`), covered by its digest and signature. */
 export const PluginManifestSchema = Type.Object(
   {
-    id: Type.String({ pattern: "^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)?$", maxLength: 214 }),
+    id: PluginId,
     version: SemVer,
     kind: StringEnum(PLUGIN_KINDS),
     entry: RelPath,

@@ -17,39 +17,6 @@ import {
 /** The Core Profile protocol version this package describes. Providers declare the one they speak. */
 export const PROTOCOL_VERSION = "1.0";
 
-/** JSON-RPC method names of the wire protocol (DESIGN §5). */
-export const METHODS = Object.freeze({
-  initialize: "initialize",
-  initialized: "initialized",
-  hostStatus: "host/status",
-  hostCapabilities: "host/capabilities",
-  readBlob: "host/readBlob",
-  readTree: "host/readTree",
-  checkAssess: "check/assess",
-  inspectQuery: "inspect/query",
-  editPropose: "edit/propose",
-  applyProposal: "host/applyProposal",
-  cancelRequest: "$/cancelRequest",
-  shutdown: "shutdown",
-  exit: "exit",
-} as const);
-
-/**
- * JSON-RPC error codes the host and providers use beyond JSON-RPC's own. The -328xx range
- * follows LSP (`RequestCancelled` is LSP's code); -320xx are this protocol's.
- */
-export const PROTOCOL_ERRORS = Object.freeze({
-  /** A callback asked for content outside the request's baseline (host §5). */
-  outOfBaseline: -32001,
-  /** A callback exceeded the request's or session's callback budget (host §8). */
-  callbackBudgetExceeded: -32002,
-  /** The request named no known, active request id. */
-  unknownRequest: -32003,
-  /** The provider does not implement the method (capability gap: status "unsupported"). */
-  unsupported: -32004,
-  requestCancelled: -32800,
-} as const);
-
 const ProtocolVersionT = Type.String({ pattern: "^\\d+\\.\\d+$" });
 
 /** `initialize` params (host -> provider): who the host is and which protocol it speaks. */

@@ -90,3 +90,18 @@ export async function dumpSpace(db: Level<string, Uint8Array>, space: string): P
   for await (const [k, v] of rawSpace(db, space).iterator()) out.push([k, Buffer.from(v).toString("utf8")]);
   return out;
 }
+
+/**
+ * The acknowledgements an appender child printed (`ack <seq> <digest>` lines). Only complete
+ * lines count: a line cut by a kill was never a promise.
+ */
+export function parseAcks(out: string): Array<{ seq: number; digest: string }> {
+  return out
+    .split("\n")
+    .slice(0, -1)
+    .filter((l) => l.startsWith("ack "))
+    .map((l) => {
+      const [, seq, digest] = l.split(" ");
+      return { seq: Number(seq), digest: digest as string };
+    });
+}

@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
 import {
   type Assessment,
@@ -8,19 +8,11 @@ import {
   type InitializeResult,
   type InspectParams,
   type InspectResult,
-  METHODS,
-  PROTOCOL_ERRORS,
   PROTOCOL_VERSION,
   type ProposeParams,
 } from "@asp/contracts";
-import {
-  createMessageConnection,
-  type MessageConnection,
-  ResponseError,
-  StreamMessageReader,
-  StreamMessageWriter,
-} from "vscode-jsonrpc/node";
-import { messageOf } from "../errors.js";
+import { METHODS, PROTOCOL_ERRORS, ProviderConnection, ResponseError } from "@asp/protocol";
+import { messageOf, SdkError } from "../errors.js";
 import { MemoryRepo } from "./memory-repo.js";
 
 /** How to launch the provider under test. */
@@ -35,6 +27,13 @@ export interface TestHostOptions {
   readonly cwd?: string;
   /** Environment of the process (default: only `PATH`, so nothing leaks in from the test run). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * The largest framed answer accepted, judged on its `Content-Length` like the host does
+   * (default: the host's default bound, 4 MiB). A larger one fails its request.
+   */
+  readonly maxResponseBytes?: number;
+  /** How long one request may take before it fails and `$/cancelRequest` is sent (default 120 s). */
+  readonly requestTimeoutMs?: number;
 }
 
 /** One `host/readBlob` or `host/readTree` callback the provider made. */
@@ -69,10 +68,14 @@ export type ProposeInput = Pick<ProposeParams, "baseline" | "intent"> &
   Partial<Omit<ProposeParams, "baseline" | "intent">>;
 
 const DEFAULT_DEADLINE_MS = 30_000;
+/** The host's default `budgets.maxResponseBytes`, so a test sees what a default host refuses. */
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 
 /**
  * A test host for a built provider: launches `node <entry>` as a real subprocess, speaks
- * LSP-framed JSON-RPC over its stdio (`vscode-jsonrpc`), and serves `host/readBlob` /
+ * LSP-framed JSON-RPC over its stdio through the host's own connection (`@asp/protocol`
+ * `ProviderConnection`: the same framing and response-size bound), and serves `host/readBlob` /
  * `host/readTree` from a {@link MemoryRepo}, bound to the request like a real host: only for a
  * `requestId` it sent, and only objects reachable from that request's baseline or changeset
  * trees. It records every callback, the blobs served per request, and every byte written to
@@ -99,7 +102,8 @@ export class TestHost {
   readonly #served = new Map<string, Set<string>>();
   readonly #stdout: Buffer[] = [];
   #stderr = "";
-  readonly #connection: MessageConnection;
+  readonly #conn: ProviderConnection;
+  readonly #timeoutMs: number;
   /** The trees each request may read from. */
   readonly #roots = new Map<string, readonly string[]>();
   /** Trees and blobs reachable from each request's roots, computed on first use. */
@@ -113,21 +117,31 @@ export class TestHost {
   constructor(entry: string, options: TestHostOptions = {}) {
     if (!existsSync(entry)) throw new Error(`${entry} is missing: build the provider first`);
     this.repo = options.repo ?? new MemoryRepo();
-    this.child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, ...(options.args ?? [])], {
-      cwd: options.cwd ?? process.cwd(),
-      env: options.env ?? { PATH: process.env.PATH ?? "" },
-      stdio: ["pipe", "pipe", "pipe"],
+    this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options.env ?? { PATH: process.env.PATH ?? "" }))
+      if (v !== undefined) env[k] = v;
+    let resolveExited: (code: number | null) => void = () => {};
+    this.exited = new Promise((resolve) => {
+      resolveExited = resolve;
     });
-    this.exited = new Promise((resolve) => this.child.on("exit", (code) => resolve(code)));
-    this.child.stdin.on("error", () => {});
+    this.#conn = ProviderConnection.launch(
+      {
+        executable: process.execPath,
+        args: [...(options.nodeArgs ?? []), entry, ...(options.args ?? [])],
+        cwd: options.cwd ?? process.cwd(),
+        env,
+      },
+      options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      (info) => resolveExited(info.code),
+    );
+    // stdio is "pipe": the streams exist.
+    this.child = this.#conn.child as ChildProcessWithoutNullStreams;
     this.child.stderr.on("data", (chunk: Buffer) => {
       this.#stderr += chunk.toString("utf8");
     });
     this.child.stdout.on("data", (chunk: Buffer) => this.#stdout.push(chunk));
-    const connection = createMessageConnection(
-      new StreamMessageReader(this.child.stdout),
-      new StreamMessageWriter(this.child.stdin),
-    );
+    const connection = this.#conn.connection;
     connection.onRequest(METHODS.readBlob, (params: { requestId?: string; digest?: string }) =>
       this.#callback("host/readBlob", params, (digest) => {
         const bytes = Buffer.from(this.repo.readBlob(digest));
@@ -140,11 +154,6 @@ export class TestHost {
     connection.onRequest(METHODS.readTree, (params: { requestId?: string; digest?: string }) =>
       this.#callback("host/readTree", params, (digest) => ({ digest, entries: this.repo.readTree(digest) })),
     );
-    connection.onError(() => {});
-    // Once stdout has closed every answer has been read: fail what is still pending.
-    this.child.on("close", () => connection.dispose());
-    connection.listen();
-    this.#connection = connection;
   }
 
   /** Every callback so far, in order, including refused ones. */
@@ -225,7 +234,9 @@ export class TestHost {
   /**
    * Send a request and await its answer. A request with a `requestId` and a `baseline` opens
    * the callback scope of that id: its baseline, and its changeset's base and after trees.
-   * @throws RpcError when the provider answers with an error; Error when the process has gone.
+   * @throws RpcError when the provider answers with an error; SdkError `ASP_SDK_CONNECTION_FAILED`
+   *   when no answer came (the process has gone, the answer was over `maxResponseBytes` or not
+   *   framed, or the request timed out; `data.kind` says which).
    */
   async request<T = unknown>(method: string, params?: unknown): Promise<T> {
     if (typeof params === "object" && params !== null) {
@@ -236,27 +247,18 @@ export class TestHost {
         this.#reachable.delete(p.requestId);
       }
     }
-    try {
-      return (await (params === undefined
-        ? this.#connection.sendRequest(method)
-        : this.#connection.sendRequest(method, params))) as T;
-    } catch (error) {
-      if (error instanceof ResponseError) throw new RpcError(error.code, error.message, error.data);
-      throw error;
-    }
+    const r = await this.#conn.call<T>(method, params, this.#timeoutMs);
+    if (r.ok) return r.value;
+    if (r.failure.kind === "response-error")
+      throw new RpcError(r.failure.code ?? PROTOCOL_ERRORS.internalError, r.failure.detail, r.failure.data);
+    throw new SdkError("ASP_SDK_CONNECTION_FAILED", `${method}: ${r.failure.detail}`, {
+      data: { method, kind: r.failure.kind },
+    });
   }
 
   /** Send a notification (ignored once the process has gone). */
   notify(method: string, params?: unknown): void {
-    try {
-      const sent =
-        params === undefined
-          ? this.#connection.sendNotification(method)
-          : this.#connection.sendNotification(method, params);
-      sent.catch(() => {});
-    } catch {
-      // The connection is closed: the process has exited.
-    }
+    this.#conn.notify(method, params);
   }
 
   /** `initialize` + `initialized` (with `grants`, default none); returns the initialize result. */
@@ -300,6 +302,6 @@ export class TestHost {
 
   /** Kill the process (SIGKILL) unless it has already exited. */
   kill(): void {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    this.#conn.kill();
   }
 }

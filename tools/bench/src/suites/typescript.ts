@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { type Assessment, METHODS, PROTOCOL_VERSION } from "@asp/contracts";
+import { type Assessment, PROTOCOL_VERSION } from "@asp/contracts";
+import { METHODS } from "@asp/protocol";
 import { blobDigest, MemoryRepo } from "@asp/sdk/testing";
 import {
   createMessageConnection,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FrameGuard, type FrameViolation } from "../src/index.js";
+import { FrameGuard, type FrameViolation } from "../src/framing.js";
 
 function run(max: number, chunks: Buffer[]): { out: string; violations: FrameViolation[] } {
   const violations: FrameViolation[] = [];

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { Transform, type TransformCallback } from "node:stream";
 import {
   CancellationTokenSource,
   createMessageConnection,
@@ -9,102 +8,8 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
-
-/** Why the byte stream from a provider was rejected before JSON-RPC saw it. */
-export type FrameViolation =
-  | { readonly kind: "oversize"; readonly bytes: number }
-  | { readonly kind: "framing"; readonly detail: string };
-
-const MAX_HEADER_BYTES = 8 * 1024;
-const HEADER_END = Buffer.from("\r\n\r\n", "ascii");
-
-/**
- * Sits between a provider's stdout and the JSON-RPC reader. It reads the `Content-Length`
- * framing itself so the raw size of every message is known before its body is buffered: an
- * oversize message is skipped (never parsed) and reported; broken framing stops the stream.
- */
-export class FrameGuard extends Transform {
-  private buf: Buffer = Buffer.alloc(0);
-  private bodyLeft = -1;
-  private skipLeft = 0;
-  private broken = false;
-
-  constructor(
-    private readonly maxBytes: number,
-    private readonly onViolation: (v: FrameViolation) => void,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (!this.broken) {
-      this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-      this.drain();
-    }
-    callback();
-  }
-
-  private fail(detail: string): void {
-    this.broken = true;
-    this.buf = Buffer.alloc(0);
-    this.onViolation({ kind: "framing", detail });
-  }
-
-  private drain(): void {
-    for (;;) {
-      if (this.skipLeft > 0) {
-        const n = Math.min(this.skipLeft, this.buf.length);
-        this.skipLeft -= n;
-        this.buf = this.buf.subarray(n);
-        if (this.skipLeft > 0) return;
-        continue;
-      }
-      if (this.bodyLeft >= 0) {
-        const n = Math.min(this.bodyLeft, this.buf.length);
-        if (n > 0) this.push(Buffer.from(this.buf.subarray(0, n)));
-        this.bodyLeft -= n;
-        this.buf = this.buf.subarray(n);
-        if (this.bodyLeft > 0) return;
-        this.bodyLeft = -1;
-        continue;
-      }
-      if (this.buf.length === 0) return;
-      const end = this.buf.indexOf(HEADER_END);
-      if (end < 0) {
-        if (this.buf.length > MAX_HEADER_BYTES) this.fail("no header terminator within 8 KiB");
-        return;
-      }
-      let length = -1;
-      for (const line of this.buf.subarray(0, end).toString("latin1").split("\r\n")) {
-        const colon = line.indexOf(":");
-        if (colon < 0) {
-          this.fail(`not a header line: ${JSON.stringify(line.slice(0, 80))}`);
-          return;
-        }
-        if (line.slice(0, colon).trim().toLowerCase() !== "content-length") continue;
-        const value = line.slice(colon + 1).trim();
-        if (!/^\d{1,15}$/.test(value)) {
-          this.fail(`bad Content-Length ${JSON.stringify(value.slice(0, 40))}`);
-          return;
-        }
-        length = Number(value);
-      }
-      if (length < 0) {
-        this.fail("message without Content-Length");
-        return;
-      }
-      const header = Buffer.from(this.buf.subarray(0, end + HEADER_END.length));
-      this.buf = this.buf.subarray(end + HEADER_END.length);
-      if (length > this.maxBytes) {
-        this.onViolation({ kind: "oversize", bytes: length });
-        this.skipLeft = length;
-        continue;
-      }
-      this.push(header);
-      this.bodyLeft = length;
-    }
-  }
-}
+import { FrameGuard } from "./framing.js";
+import { METHODS } from "./methods.js";
 
 /** How a host -> provider call failed. */
 export interface CallFailure {
@@ -112,6 +17,8 @@ export interface CallFailure {
   readonly detail: string;
   /** JSON-RPC error code, for `response-error`. */
   readonly code?: number;
+  /** The error's `data`, for `response-error` (untrusted: evidence, never authority). */
+  readonly data?: unknown;
 }
 
 /** The result of one host -> provider call. Never a thrown error. */
@@ -137,10 +44,26 @@ export interface ExitInfo {
 
 const STDERR_TAIL = 4096;
 
+/** A fault of the provider's byte stream: an oversize message, broken framing, or an unparseable body. */
+export type StreamFault = CallFailure & { readonly kind: "oversize" | "framing" | "unparseable" };
+
 /**
- * One provider process and its JSON-RPC connection. Adds what vscode-jsonrpc lacks: a timeout
- * on every call (with `$/cancelRequest`), a response-size bound, and failure of every pending
- * call when the process exits or its stream turns to garbage.
+ * One provider process and its JSON-RPC connection: the one child-process connection the
+ * host, `@asp/sdk/testing` and `@asp/conformance` all use. Adds what vscode-jsonrpc lacks: a
+ * timeout on every call (with `$/cancelRequest`), a response-size bound measured on the framed
+ * `Content-Length` before the body is parsed, and failure of every pending call when the
+ * process exits or its stream turns to garbage.
+ *
+ * @example
+ * ```ts
+ * const conn = ProviderConnection.launch(
+ *   { executable: process.execPath, args: ["provider.mjs"], cwd: "/trusted", env: { PATH: "/usr/bin" } },
+ *   4 * 1024 * 1024,
+ *   (exit) => console.log("exited", exit.code),
+ * );
+ * const r = await conn.call(METHODS.initialize, params, 5000);
+ * if (!r.ok) console.log(r.failure.kind); // "oversize" | "timeout" | ...
+ * ```
  */
 export class ProviderConnection {
   readonly child: ChildProcess;
@@ -149,11 +72,13 @@ export class ProviderConnection {
   private exitInfo: ExitInfo | null = null;
   private readonly exitWaiters: Array<(info: ExitInfo) => void> = [];
   private stderrTail = "";
+  private largest = 0;
 
   private constructor(
     spec: LaunchSpec,
     maxResponseBytes: number,
     private readonly onExit: (info: ExitInfo) => void,
+    private readonly onFault: (fault: StreamFault) => void,
   ) {
     // host §2: structured argv, no shell, trusted cwd, explicit minimal environment.
     this.child = spawn(spec.executable, [...spec.args], {
@@ -163,13 +88,18 @@ export class ProviderConnection {
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
     });
-    const guard = new FrameGuard(maxResponseBytes, (v) => {
-      if (v.kind === "oversize") {
-        this.failPending({ kind: "oversize", detail: `response of ${v.bytes} bytes exceeds ${maxResponseBytes}` });
-      } else {
-        this.failPending({ kind: "framing", detail: v.detail });
-      }
-    });
+    const guard = new FrameGuard(
+      maxResponseBytes,
+      (v) =>
+        this.fault(
+          v.kind === "oversize"
+            ? { kind: "oversize", detail: `response of ${v.bytes} bytes exceeds ${maxResponseBytes}` }
+            : { kind: "framing", detail: v.detail },
+        ),
+      (bytes) => {
+        this.largest = Math.max(this.largest, bytes);
+      },
+    );
     this.child.stdout?.pipe(guard);
     this.child.stdin?.on("error", () => {
       // EPIPE after the provider died: the exit handler reports it.
@@ -180,7 +110,7 @@ export class ProviderConnection {
     const reader = new StreamMessageReader(guard);
     // biome-ignore lint/style/noNonNullAssertion: stdio is "pipe", so stdin exists.
     const writer = new StreamMessageWriter(this.child.stdin!);
-    reader.onError((error) => this.failPending({ kind: "unparseable", detail: error.message.slice(0, 500) }));
+    reader.onError((error) => this.fault({ kind: "unparseable", detail: error.message.slice(0, 500) }));
     this.connection = createMessageConnection(reader, writer);
     this.connection.onError(() => {
       // reader errors are handled above; writer errors mean the process is gone (exit handler).
@@ -190,9 +120,26 @@ export class ProviderConnection {
     this.connection.listen();
   }
 
-  /** Spawn the process and start listening. Never throws: a failed spawn ends as an exit. */
-  static launch(spec: LaunchSpec, maxResponseBytes: number, onExit: (info: ExitInfo) => void): ProviderConnection {
-    return new ProviderConnection(spec, maxResponseBytes, onExit);
+  /**
+   * Spawn the process (structured argv, no shell) and start listening. Never throws: a failed
+   * spawn ends as an exit.
+   *
+   * @param maxResponseBytes - the largest framed message accepted from the provider.
+   * @param onExit - called once when the process has exited (or could not start).
+   * @param onFault - called for every stream fault, besides failing the pending calls.
+   */
+  static launch(
+    spec: LaunchSpec,
+    maxResponseBytes: number,
+    onExit: (info: ExitInfo) => void,
+    onFault: (fault: StreamFault) => void = () => {},
+  ): ProviderConnection {
+    return new ProviderConnection(spec, maxResponseBytes, onExit, onFault);
+  }
+
+  /** The largest framed `Content-Length` the provider has sent so far, oversize ones included. */
+  get largestFrameBytes(): number {
+    return this.largest;
   }
 
   /** The last few KiB the provider wrote to stderr (bounded; for diagnosis only). */
@@ -216,6 +163,11 @@ export class ProviderConnection {
     this.connection.dispose();
     for (const w of this.exitWaiters.splice(0)) w(info);
     this.onExit(info);
+  }
+
+  private fault(fault: StreamFault): void {
+    this.failPending(fault);
+    this.onFault(fault);
   }
 
   private failPending(failure: CallFailure): void {
@@ -270,7 +222,12 @@ export class ProviderConnection {
           (error: unknown) =>
             abort(
               error instanceof ResponseError
-                ? { kind: "response-error", code: error.code, detail: String(error.message).slice(0, 500) }
+                ? {
+                    kind: "response-error",
+                    code: error.code,
+                    detail: String(error.message).slice(0, 500),
+                    ...(error.data === undefined ? {} : { data: error.data }),
+                  }
                 : { kind: "exited", detail: String((error as Error)?.message ?? error).slice(0, 500) },
             ),
         );
@@ -280,10 +237,14 @@ export class ProviderConnection {
     });
   }
 
-  /** Send a notification; silently dropped when the process is gone. */
+  /** Send a notification (without params when `params` is `undefined`); silently dropped when the process is gone. */
   notify(method: string, params: unknown): void {
     if (this.exitInfo !== null) return;
-    this.connection.sendNotification(method, params).catch(() => {});
+    const sent =
+      params === undefined
+        ? this.connection.sendNotification(method)
+        : this.connection.sendNotification(method, params);
+    sent.catch(() => {});
   }
 
   /** `shutdown` then `exit`, bounded by `timeoutMs`; the process is killed if it lingers. */
@@ -291,8 +252,8 @@ export class ProviderConnection {
     if (this.exitInfo !== null) return this.exitInfo;
     const exited = new Promise<ExitInfo>((resolve) => this.exitWaiters.push(resolve));
     const deadline = performance.now() + timeoutMs;
-    await this.call("shutdown", null, timeoutMs);
-    this.notify("exit", null);
+    await this.call(METHODS.shutdown, null, timeoutMs);
+    this.notify(METHODS.exit, null);
     const left = Math.max(1, deadline - performance.now());
     const timer = setTimeout(() => this.kill(), left);
     const info = await exited;

@@ -1,0 +1,165 @@
+import { resolve } from "node:path";
+import {
+  backupStore,
+  checkStore,
+  DEFAULT_WAIT_MS,
+  type EvidenceError,
+  type FactLogHead,
+  formatHead,
+  openStore,
+  type SalvageResult,
+  type Store,
+  type StoreCheck,
+  salvageStore,
+} from "@asp/evidence";
+import type { Command } from "commander";
+import type { CliContext } from "../context.js";
+import { UsageError } from "../errors.js";
+import { EXIT } from "../exit-codes.js";
+import { inert } from "../terminal.js";
+import { CONFIG_OPTION_HELP, readHostConfig } from "./host.js";
+
+/** The help text of every `--wait` option. */
+export const WAIT_OPTION_HELP = `how long to wait for the evidence store while another process holds it, in seconds (default ${DEFAULT_WAIT_MS / 1000}; 0 fails at once with exit 75)`;
+
+/**
+ * `--wait SECONDS` as milliseconds (default 30 s).
+ * @throws UsageError `ASP_CLI_USAGE` for anything but a non-negative number of seconds.
+ */
+export function parseWait(flag: string | undefined): number {
+  if (flag === undefined) return DEFAULT_WAIT_MS;
+  const seconds = Number(flag);
+  if (flag.trim() === "" || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      `--wait takes a number of seconds from 0 to 86400, got ${JSON.stringify(flag)}`,
+    );
+  }
+  return Math.round(seconds * 1000);
+}
+
+/**
+ * Open the store for writing, waiting up to `waitMs` while another process holds it, with one
+ * progress line on stderr about every second (its pid, how long so far, the bound).
+ * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (exit 75), `ASP_EVIDENCE_STORE_CORRUPT` (exit 74).
+ */
+export function openForWriting(ctx: CliContext, verb: string, dir: string, waitMs: number): Promise<Store> {
+  return openStore(dir, {
+    waitMs,
+    onWait: (p) =>
+      ctx.io.stderr(
+        `asp ${verb}: waiting for the evidence store at ${inert(dir)}, held by ${p.pid === null ? "another process" : `process ${p.pid}`} (${Math.floor(p.waitedMs / 1000)} s of ${Math.round(p.timeoutMs / 1000)} s)…\n`,
+      ),
+  });
+}
+
+/**
+ * Open the store read-only (a private snapshot: no lock, a writer is never blocked), or `null`
+ * when there is no store there yet.
+ * @throws EvidenceError `ASP_EVIDENCE_STORE_CORRUPT` (exit 74) and the other open errors.
+ */
+export async function openForReading(dir: string): Promise<Store | null> {
+  try {
+    return await openStore(dir, { readOnly: true });
+  } catch (error) {
+    const e = error as EvidenceError;
+    if (e?.code === "ASP_EVIDENCE_NOT_A_STORE" && e.data?.missing === true) return null;
+    throw error;
+  }
+}
+
+const headText = (head: FactLogHead | null): string => (head === null ? "-" : formatHead(head));
+const span = (from: number, to: number): string => (from === to ? `${from}` : `${from}-${to}`);
+
+function renderCheck(c: StoreCheck): string {
+  const lines = [
+    `store ${inert(c.path)}: ${c.ok ? "ok" : "DAMAGED"}`,
+    `  store id ${inert(c.storeId ?? "unknown")}; anchored head ${headText(c.anchored)}; head pointer ${headText(c.head)}`,
+    `  entries 1-${c.verified} verify and chain from the start${c.stranded > 0 ? `; ${c.stranded} more verify on their own past a gap` : ""}${c.recovered > 0 ? `; ${c.recovered} read back from damaged write-ahead log records` : ""}`,
+    ...c.damage.map(
+      (d) =>
+        `  ${d.fatal ? "✖" : "·"} ${d.kind}: ${inert(d.message)}${d.from === undefined ? "" : ` [${span(d.from, d.to ?? d.from)}]`}${d.fatal ? "" : " (not fatal)"}`,
+    ),
+  ];
+  if (!c.ok) {
+    lines.push(
+      "next: asp store salvage --out DIR copies every entry that still verifies into a new store (this one is never modified), or restore a backup (docs/store.md)",
+    );
+  }
+  return lines.join("\n");
+}
+
+function renderSalvage(r: SalvageResult): string {
+  const lost = r.lost.map((l) => `${span(l.from, l.to)} (${l.reason})`).join(", ");
+  return [
+    `salvaged ${inert(r.source.path)} into ${inert(r.path)} (new store id ${inert(r.storeId)})`,
+    `  kept entries ${r.kept === 0 ? "none" : `1-${r.kept}`} byte for byte; carried ${r.carried} more; lost ${lost === "" ? "nothing" : lost}`,
+    `  objects copied ${r.objects.copied}, skipped ${r.objects.skipped} that did not verify`,
+    `  head ${formatHead(r.head)} (an evidence.salvage record in the new store names the source and what was lost)`,
+  ].join("\n");
+}
+
+interface StoreFlags {
+  readonly config?: string;
+  readonly store?: string;
+  readonly out?: string;
+}
+
+/** The store a `store` subcommand acts on: `--store DIR`, else the trusted configuration's. */
+function storeDir(ctx: CliContext, flags: StoreFlags): string {
+  return flags.store !== undefined ? resolve(ctx.io.cwd, flags.store) : readHostConfig(ctx, flags.config).store;
+}
+
+function outDir(ctx: CliContext, flags: StoreFlags): string {
+  if (flags.out === undefined) throw new UsageError("ASP_CLI_USAGE", "--out DIR is required (a new or empty folder)");
+  return resolve(ctx.io.cwd, flags.out);
+}
+
+/** `asp store check|salvage|backup`: look after the evidence store itself (docs/store.md). */
+export function registerStore(program: Command, ctx: CliContext): void {
+  const store = program
+    .command("store")
+    .description("check, salvage and back up the evidence store (never modifies it; runs while a host holds it)");
+  const withTarget = (cmd: Command): Command =>
+    cmd
+      .option("--config <path>", CONFIG_OPTION_HELP)
+      .option("--store <dir>", "the store folder to act on (default: the one the host configuration names)");
+  withTarget(
+    store.command("check").description("report damage without modifying the store (exit 0 ok, 74 damaged)"),
+  ).action(async (flags: StoreFlags) => {
+    const report = await checkStore(storeDir(ctx, flags));
+    ctx.print(renderCheck(report), report);
+    if (!report.ok) ctx.setExit(EXIT.storeDamaged);
+  });
+  withTarget(
+    store
+      .command("salvage")
+      .description(
+        "copy every entry that still verifies into a new store at --out, recording what was lost and from which store (exit 0 when the new store is made)",
+      )
+      .option("--out <dir>", "a new or empty folder for the salvaged store"),
+  ).action(async (flags: StoreFlags) => {
+    const result = await salvageStore(storeDir(ctx, flags), outDir(ctx, flags));
+    ctx.print(renderSalvage(result), result);
+  });
+  withTarget(
+    store
+      .command("backup")
+      .description(
+        "a consistent, verified copy at --out, taken while a host may be running; prints the head to verify a restore against",
+      )
+      .option("--out <dir>", "a new or empty folder for the backup"),
+  ).action(async (flags: StoreFlags) => {
+    const result = await backupStore(storeDir(ctx, flags), outDir(ctx, flags));
+    const head = result.head === null ? null : formatHead(result.head);
+    ctx.print(
+      [
+        `backed up ${inert(storeDir(ctx, flags))} to ${inert(result.path)}: ${result.entries} entries, head ${head ?? "-"}`,
+        ...(head === null
+          ? []
+          : [`record the head; after a restore, check it with: asp receipts verify --expect-head ${head}`]),
+      ].join("\n"),
+      { ...result, headText: head },
+    );
+  });
+}

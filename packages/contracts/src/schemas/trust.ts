@@ -1,0 +1,116 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { Closed, Digest, PluginId, RelPath, requires, SemVer, StringEnum } from "./common.js";
+import { ProviderManifestSchema } from "./host.js";
+
+// Trust documents: what decides which plugin code a host runs (trust roots, signatures) and how
+// it is composed (the host configuration). Every object is closed: a misspelt `revoked` must be
+// an error, never a revocation silently dropped.
+
+/**
+ * Signature algorithms the plugin verifier implements. A trust document naming any other is
+ * refused rather than trusted for an algorithm nobody checks.
+ */
+export const SIGNATURE_ALGORITHMS = ["ed25519"] as const;
+/** One of {@link SIGNATURE_ALGORITHMS}. */
+export type SignatureAlgorithm = (typeof SIGNATURE_ALGORITHMS)[number];
+
+const Algorithm = StringEnum(SIGNATURE_ALGORITHMS, { description: "the only algorithm the verifier implements" });
+
+/** `ed25519:` + the first 32 hex digits of sha256(public key). */
+const KeyId = Type.String({ pattern: "^ed25519:[0-9a-f]{32}$", description: "ed25519:<32 hex> key id" });
+
+/** base64 of a 32-byte ed25519 public key (44 characters, one `=` of padding). */
+const PublicKeyBase64 = Type.String({ pattern: "^[A-Za-z0-9+/]{43}=$", description: "base64 of 32 bytes" });
+
+/**
+ * A UTC instant in one fixed form, `YYYY-MM-DDTHH:MM:SSZ` or with milliseconds
+ * (`YYYY-MM-DDTHH:MM:SS.sssZ`): no offsets, no lower-case `t`/`z`, no date-only values whose
+ * meaning depends on the reader's time zone.
+ */
+export const UtcTimestamp = Type.String({
+  format: "date-time",
+  pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{3})?Z$",
+  description: "UTC, YYYY-MM-DDTHH:MM:SS[.sss]Z",
+});
+
+/** A public key file (`PATH.pub`, written by `asp plugin keygen`), usable as a trust root. */
+export const PluginPublicKeySchema = Type.Object(
+  {
+    type: Type.Literal("asp-plugin-public-key"),
+    algorithm: Algorithm,
+    keyId: KeyId,
+    publicKey: PublicKeyBase64,
+    expiresAt: Type.Optional(UtcTimestamp),
+  },
+  Closed,
+);
+/** A parsed, valid public key file. */
+export type PluginPublicKeyFile = Static<typeof PluginPublicKeySchema>;
+
+/** One trusted key of a trust file. */
+const TrustKey = Type.Object(
+  {
+    algorithm: Algorithm,
+    keyId: Type.Optional(KeyId),
+    publicKey: PublicKeyBase64,
+    expiresAt: Type.Optional(UtcTimestamp),
+  },
+  Closed,
+);
+
+/** One revocation: exactly one of a key id or a plugin digest. */
+const Revocation = Type.Object(
+  {
+    keyId: Type.Optional(KeyId),
+    digest: Type.Optional(Digest),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  },
+  { ...Closed, oneOf: [requires("keyId"), requires("digest")] },
+);
+
+/** A trust file: several keys with their expiries, and a revocation list. */
+export const PluginTrustSchema = Type.Object(
+  {
+    type: Type.Literal("asp-plugin-trust"),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    keys: Type.Optional(Type.Array(TrustKey, { maxItems: 1024 })),
+    revoked: Type.Optional(Type.Array(Revocation, { maxItems: 65536, uniqueItems: true })),
+  },
+  Closed,
+);
+/** A parsed, valid trust file. */
+export type PluginTrustFile = Static<typeof PluginTrustSchema>;
+
+/** The detached plugin signature `asp-plugin.sig`. */
+export const PluginSignatureSchema = Type.Object(
+  {
+    type: Type.Literal("asp-plugin-signature/v1"),
+    payload: Type.Object({ id: PluginId, version: SemVer, digest: Digest }, Closed),
+    keyId: KeyId,
+    signature: Type.String({ pattern: "^[A-Za-z0-9+/]{86}==$", description: "base64 of the 64-byte signature" }),
+  },
+  Closed,
+);
+/** A parsed, valid `asp-plugin.sig`. */
+export type PluginSignatureFile = Static<typeof PluginSignatureSchema>;
+
+/** A path in the host configuration; relative ones resolve against the file's folder. */
+const ConfigPath = Type.String({ minLength: 1, maxLength: 4096, pattern: "^[^\\u0000]+$" });
+
+/** The trusted host configuration file (`host.json` / `asp.host.json`). */
+export const HostConfigSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String({ maxLength: 2000 })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    store: ConfigPath,
+    policy: ConfigPath,
+    trustRoots: Type.Optional(Type.Array(ConfigPath, { maxItems: 1024 })),
+    plugins: Type.Optional(Type.Array(ConfigPath, { maxItems: 1024 })),
+    providers: Type.Optional(Type.Array(ProviderManifestSchema, { maxItems: 1024 })),
+    excludes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 4096 })),
+    candidatePolicy: Type.Optional(RelPath),
+  },
+  Closed,
+);
+/** A parsed, valid host configuration file, before paths are resolved. */
+export type HostConfigFile = Static<typeof HostConfigSchema>;
