@@ -3,6 +3,7 @@ import {
   type AssuranceMode,
   CALL_SITES,
   type CallSite,
+  canonicalize,
   type DegradationReason,
   type Diagnostic,
   degradationReasonOf,
@@ -13,7 +14,6 @@ import {
   SEVERITIES,
   type Severity,
 } from "@asp/contracts";
-import { canonicalize } from "@asp/evidence";
 import {
   type ActivePolicy,
   authorityFor,

@@ -75,7 +75,13 @@ export function isAspError(value: unknown): value is AspError {
 }
 
 /** Error codes thrown by `@asp/contracts` itself. */
-export type ContractsErrorCode = "ASP_CONTRACTS_UNKNOWN_SCHEMA" | "ASP_CONTRACTS_INVALID";
+export type ContractsErrorCode =
+  | "ASP_CONTRACTS_UNKNOWN_SCHEMA"
+  | "ASP_CONTRACTS_INVALID"
+  | "ASP_CONTRACTS_NON_CANONICAL_VALUE";
 
-/** Thrown by `@asp/contracts` (unknown schema name, `assertValid` on invalid data). */
+/**
+ * Thrown by `@asp/contracts` (unknown schema name, `assertValid` on invalid data, a value with
+ * no canonical JSON form).
+ */
 export class ContractsError extends AspError<ContractsErrorCode> {}

@@ -4,11 +4,15 @@
  * - JSON Schema 2020-12 documents (`schemas/*.schema.json`, also {@link schemaDocument}),
  * - validators compiled once with ajv in strict mode ({@link validate}), never throwing,
  * - TS types derived from the schemas, and every closed vocabulary as a `const` array,
- * - the shared {@link AspError} base every package throws.
+ * - the shared {@link AspError} base every package throws,
+ * - RFC 8785 canonical JSON and `sha256:<hex>` digests ({@link canonicalize}, {@link digest}),
+ *   runtime-free so that portable packages need no Node builtin.
  *
  * @packageDocumentation
  */
 
+export type { Digest, Hasher, InjectionToken, JsonValue } from "./canonical.js";
+export { canonicalBytes, canonicalize, createNobleHasher, digest, digestBytes, isDigest } from "./canonical.js";
 export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCode } from "./errors.js";
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
@@ -101,6 +105,8 @@ export {
   ProviderManifestSchema,
   VerdictSchema,
 } from "./schemas/host.js";
+export type { PluginStageResult, PluginVerifyResponse } from "./schemas/plugin.js";
+export { PluginStageResultSchema, PluginVerifyResponseSchema } from "./schemas/plugin.js";
 export type {
   AssessParams,
   InitializedParams,

@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import * as A from "./schemas/auto-mode.js";
 import * as H from "./schemas/host.js";
+import * as G from "./schemas/plugin.js";
 import * as P from "./schemas/protocol.js";
 import * as T from "./schemas/trust.js";
 
@@ -177,6 +178,16 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
     "edit/propose params",
     "An edit intent against a baseline; the answer is an EditPlan.",
   ),
+  "plugin-verify-response": def(
+    G.PluginVerifyResponseSchema,
+    "Verifier plugin answer",
+    "What an in-process verifier plugin returns from verify(); validated by the host before use.",
+  ),
+  "plugin-stage-result": def(
+    G.PluginStageResultSchema,
+    "Sandbox plugin stage result",
+    "What an in-process sandbox plugin reports from stage(); validated, and its guarantee checked against the grant.",
+  ),
 };
 
 /** Name of a published schema. */
@@ -228,6 +239,8 @@ export interface SchemaTypes {
   "protocol-inspect-params": P.InspectParams;
   "protocol-inspect-result": P.InspectResult;
   "protocol-propose-params": P.ProposeParams;
+  "plugin-verify-response": G.PluginVerifyResponse;
+  "plugin-stage-result": G.PluginStageResult;
 }
 
 /** Every schema name, in publication order. */

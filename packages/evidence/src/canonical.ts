@@ -1,94 +1,38 @@
+import {
+  canonicalBytes as coreCanonicalBytes,
+  canonicalize as coreCanonicalize,
+  type Digest,
+  type Hasher,
+  isAspError,
+  type JsonValue,
+} from "@asp/contracts";
 import { EvidenceError } from "./errors.js";
-import { type Digest, digestBytes, type Hasher } from "./hash.js";
+import { digestBytes } from "./hash.js";
 
-/** A JSON value as RFC 8785 understands it: what {@link canonicalize} accepts. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+// The canonical form itself lives in `@asp/contracts` (runtime-free, so `@asp/policy` and
+// `@asp/arbitration` run in a browser). This module keeps evidence's public API: its error code,
+// the `node:crypto` default hasher, and the strict parse of stored bytes.
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export type { JsonValue } from "@asp/contracts";
 
-function pointer(path: ReadonlyArray<string | number>): string {
-  return path.map((p) => `/${String(p).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
-}
-
-function reject(path: ReadonlyArray<string | number>, why: string): never {
-  const at = pointer(path);
-  throw new EvidenceError(
-    "ASP_EVIDENCE_NON_CANONICAL_VALUE",
-    `value at "${at || "/"}" has no canonical JSON form: ${why}`,
-    {
-      data: { pointer: at, reason: why },
-    },
-  );
-}
-
-function writeString(s: string, path: ReadonlyArray<string | number>): string {
-  if (LONE_SURROGATE.test(s)) reject(path, "string contains a lone UTF-16 surrogate");
-  // ECMAScript JSON.stringify string escaping is exactly RFC 8785 §3.2.2.2 for well-formed strings.
-  return JSON.stringify(s);
-}
-
-function isPlainObject(value: object): boolean {
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-function write(value: unknown, path: Array<string | number>, seen: Set<object>, out: string[]): void {
-  switch (typeof value) {
-    case "string":
-      out.push(writeString(value, path));
-      return;
-    case "number":
-      if (!Number.isFinite(value)) reject(path, `${value} is not a JSON number`);
-      // ECMAScript Number::toString is RFC 8785 §3.2.2.3; JSON.stringify also maps -0 to "0".
-      out.push(JSON.stringify(value));
-      return;
-    case "boolean":
-      out.push(value ? "true" : "false");
-      return;
-    case "object":
-      break;
-    default:
-      reject(path, `${typeof value} is not a JSON value`);
-  }
-  if (value === null) {
-    out.push("null");
-    return;
-  }
-  const obj = value as object;
-  if (seen.has(obj)) reject(path, "the value is cyclic");
-  seen.add(obj);
-  if (Array.isArray(obj)) {
-    out.push("[");
-    for (let i = 0; i < obj.length; i++) {
-      if (i > 0) out.push(",");
-      if (!(i in obj)) reject([...path, i], "sparse array hole");
-      path.push(i);
-      write(obj[i], path, seen, out);
-      path.pop();
+/** Re-throws a contracts canonical-form error under this package's code, keeping its data. */
+function inEvidenceTerms<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (cause) {
+    if (isAspError(cause) && cause.code === "ASP_CONTRACTS_NON_CANONICAL_VALUE") {
+      throw new EvidenceError("ASP_EVIDENCE_NON_CANONICAL_VALUE", cause.message, {
+        cause,
+        ...(cause.data === undefined ? {} : { data: cause.data }),
+      });
     }
-    out.push("]");
-  } else {
-    if (!isPlainObject(obj)) reject(path, `${obj.constructor?.name ?? "object"} is not a plain object`);
-    if (Object.getOwnPropertySymbols(obj).length > 0) reject(path, "object has symbol keys");
-    // Default sort compares UTF-16 code units, which is the RFC 8785 §3.2.3 property order.
-    const keys = Object.keys(obj).sort();
-    out.push("{");
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as string;
-      if (i > 0) out.push(",");
-      path.push(key);
-      out.push(writeString(key, path), ":");
-      write((obj as Record<string, unknown>)[key], path, seen, out);
-      path.pop();
-    }
-    out.push("}");
+    throw cause;
   }
-  seen.delete(obj);
 }
 
 /**
  * The RFC 8785 (JCS) canonical JSON text of `value`: object keys sorted by UTF-16 code units,
- * ECMAScript number formatting, no insignificant whitespace.
+ * ECMAScript number formatting, no insignificant whitespace (`canonicalize` of `@asp/contracts`).
  *
  * @throws EvidenceError `ASP_EVIDENCE_NON_CANONICAL_VALUE` for NaN, ±Infinity, lone surrogates,
  *   `undefined`, bigint, functions, symbols, cycles, sparse arrays and non-plain objects
@@ -99,20 +43,18 @@ function write(value: unknown, path: Array<string | number>, seen: Set<object>, 
  * ```
  */
 export function canonicalize(value: unknown): string {
-  const out: string[] = [];
-  write(value, [], new Set(), out);
-  return out.join("");
+  return inEvidenceTerms(() => coreCanonicalize(value));
 }
 
 /** UTF-8 bytes of {@link canonicalize}. @throws EvidenceError `ASP_EVIDENCE_NON_CANONICAL_VALUE`. */
 export function canonicalBytes(value: unknown): Uint8Array {
-  const buf = Buffer.from(canonicalize(value), "utf8");
-  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+  return inEvidenceTerms(() => coreCanonicalBytes(value));
 }
 
 /**
  * `sha256:<hex>` over the canonical bytes of `value`. Equal JSON values have equal digests
- * whatever their key order; any change of a value changes it.
+ * whatever their key order; any change of a value changes it. The default hasher is the
+ * `node:crypto` fast path; the value equals `digest` of `@asp/contracts`.
  *
  * @throws EvidenceError `ASP_EVIDENCE_NON_CANONICAL_VALUE` (see {@link canonicalize}).
  * @example
@@ -140,7 +82,7 @@ export function parseCanonical(bytes: Uint8Array | string, what = "object"): Jso
   }
   let again: string;
   try {
-    again = canonicalize(parsed);
+    again = coreCanonicalize(parsed);
   } catch (cause) {
     throw new EvidenceError("ASP_EVIDENCE_BAD_OBJECT", `${what} is not canonical JSON`, { cause, data: { what } });
   }

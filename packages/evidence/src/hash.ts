@@ -1,30 +1,12 @@
 import { createHash } from "node:crypto";
-import { sha256 } from "@noble/hashes/sha2.js";
+import { digestBytes as coreDigestBytes, type Digest, type Hasher, isDigest } from "@asp/contracts";
 import { EvidenceError } from "./errors.js";
 
-/**
- * A content digest: `sha256:` followed by 64 lowercase hex digits (the `Digest` pattern of
- * `@asp/contracts`). Every blob, tree, changeset, record and snapshot id has this form.
- */
-export type Digest = `sha256:${string}`;
+// `Digest`, `Hasher`, the portable hasher and `isDigest` are declared once, in `@asp/contracts`
+// (runtime-free); this module adds the Node fast path and makes it the default here.
 
-/**
- * The sha256 port (DESIGN §8). Both implementations give identical bytes; the `node:crypto` one
- * is the fast path on Node and the default of every function that takes an optional hasher.
- */
-export interface Hasher {
-  /** A short name for diagnostics, e.g. `node:crypto` or `@noble/hashes`. */
-  readonly name: string;
-  /** sha256 of `data` (32 bytes). */
-  hash(data: Uint8Array): Uint8Array;
-}
-
-const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
-
-/** The portable sha256 implementation (`@noble/hashes`), usable where `node:crypto` is not. */
-export function createNobleHasher(): Hasher {
-  return { name: "@noble/hashes", hash: (data) => sha256(data) };
-}
+export type { Digest, Hasher } from "@asp/contracts";
+export { createNobleHasher, isDigest } from "@asp/contracts";
 
 /** The fast sha256 implementation on Node (`node:crypto`, OpenSSL). */
 export function createNodeHasher(): Hasher {
@@ -45,15 +27,9 @@ export function defaultHasher(): Hasher {
   return DEFAULT_HASHER;
 }
 
-/** `sha256:<hex>` of raw bytes. */
+/** `sha256:<hex>` of raw bytes (the `node:crypto` hasher unless one is passed). */
 export function digestBytes(data: Uint8Array, hasher: Hasher = DEFAULT_HASHER): Digest {
-  const h = hasher.hash(data);
-  return `sha256:${Buffer.from(h.buffer, h.byteOffset, h.byteLength).toString("hex")}`;
-}
-
-/** True when `value` is a well-formed {@link Digest}. */
-export function isDigest(value: unknown): value is Digest {
-  return typeof value === "string" && DIGEST_RE.test(value);
+  return coreDigestBytes(data, hasher);
 }
 
 /**

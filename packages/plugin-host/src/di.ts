@@ -2,6 +2,7 @@
 import "reflect-metadata";
 import { type DependencyContainer, type InjectionToken, instanceCachingFactory } from "tsyringe";
 import { PluginError } from "./errors.js";
+import { checkStageResult, checkVerifyResponse, type PluginPorts, portsFor } from "./ports.js";
 import type { LoadedInProcess, PluginLoadResult, Sandbox, Verifier } from "./types.js";
 
 /**
@@ -15,11 +16,15 @@ export const TOKENS = Object.freeze({
   PluginLoadResult: Symbol.for("asp.plugin-host.PluginLoadResult") as InjectionToken<PluginLoadResult>,
 });
 
-function instantiate(loaded: LoadedInProcess, c: DependencyContainer, method: "verify" | "stage"): unknown {
-  const deps: Record<string, unknown> = {};
-  for (const [name, ref] of Object.entries(loaded.init.deps)) {
-    deps[name] = c.resolve(Symbol.for(ref.key));
-  }
+function instantiate(
+  loaded: LoadedInProcess,
+  kind: "verifier" | "sandbox",
+  ports: PluginPorts,
+  method: "verify" | "stage",
+): unknown {
+  // Only the ports of the plugin's kind, attenuated: never `container.resolve` of a key the
+  // plugin chose (that reached the launch environment and the fact log).
+  const deps = portsFor(kind, loaded.plugin.id, loaded.init.deps, ports);
   let instance: unknown;
   try {
     instance = loaded.init.init(deps, { id: loaded.plugin.id, options: loaded.options });
@@ -44,44 +49,50 @@ function instantiate(loaded: LoadedInProcess, c: DependencyContainer, method: "v
 
 /**
  * Register a {@link PluginLoadResult} in a tsyringe container: each verifier under
- * `TOKENS.Verifier`, each sandbox under `TOKENS.Sandbox` (built on first resolve, with its
- * declared dependencies resolved from the container by their `Symbol.for` keys), and the
+ * `TOKENS.Verifier`, each sandbox under `TOKENS.Sandbox` (built on first resolve), and the
  * result itself under `TOKENS.PluginLoadResult`. Refused plugins are never registered.
  *
- * @throws PluginError `ASP_PLUGIN_LOAD_FAILED` at resolve time when a plugin's `init` throws
- *   or does not return the port of its kind.
+ * A plugin's `init` receives only the {@link PluginPorts} of its kind, by the keys of
+ * {@link PLUGIN_PORT_KEYS} (a verifier: clock and content reader; a sandbox: clock), never
+ * anything else in the container. Every answer is validated against its contracts schema
+ * before the caller sees it, and a sandbox's guarantee against its grant.
+ *
+ * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` at resolve time when a plugin depends on
+ *   anything but its kind's ports; `ASP_PLUGIN_LOAD_FAILED` when its `init` throws or does not
+ *   return the port of its kind. `verify()` / `stage()` reject with `ASP_PLUGIN_BAD_OUTPUT`
+ *   when the plugin's answer does not validate.
  * @example
  * ```ts
- * registerPlugins(container, await loadPlugins({ dirs, trustRoots, policy }));
+ * registerPlugins(container, await loadPlugins({ dirs, trustRoots, policy }), { clock, content });
  * const verifiers = container.resolveAll(TOKENS.Verifier);
  * ```
  */
-export function registerPlugins(container: DependencyContainer, result: PluginLoadResult): void {
+export function registerPlugins(container: DependencyContainer, result: PluginLoadResult, ports: PluginPorts): void {
   container.register(TOKENS.PluginLoadResult, { useValue: result });
   for (const v of result.verifiers) {
     container.register(TOKENS.Verifier, {
-      useFactory: instanceCachingFactory((c) => {
-        const inner = instantiate(v, c, "verify") as Pick<Verifier, "verify">;
+      useFactory: instanceCachingFactory(() => {
+        const inner = instantiate(v, "verifier", ports, "verify") as Pick<Verifier, "verify">;
         return Object.freeze({
           id: v.plugin.id,
           version: v.plugin.version,
           digest: v.evidence.digest,
           capabilities: v.plugin.capabilities,
-          verify: (request) => inner.verify(request),
+          verify: async (request) => checkVerifyResponse(v.plugin.id, request.kind, await inner.verify(request)),
         } satisfies Verifier);
       }),
     });
   }
   for (const s of result.sandboxes) {
     container.register(TOKENS.Sandbox, {
-      useFactory: instanceCachingFactory((c) => {
-        const inner = instantiate(s, c, "stage") as Pick<Sandbox, "stage">;
+      useFactory: instanceCachingFactory(() => {
+        const inner = instantiate(s, "sandbox", ports, "stage") as Pick<Sandbox, "stage">;
         return Object.freeze({
           id: s.plugin.id,
           version: s.plugin.version,
           digest: s.evidence.digest,
           capabilities: s.plugin.capabilities,
-          stage: (request) => inner.stage(request),
+          stage: async (request) => checkStageResult(s.plugin.id, s.evidence.capabilities, await inner.stage(request)),
         } satisfies Sandbox);
       }),
     });

@@ -31,6 +31,10 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_PLUGIN_BAD_KEY`: a key file is malformed (wrong type, length or encoding).
  * - `ASP_PLUGIN_BAD_TRUST_ROOT`: a trust-root file is unreadable or malformed.
  * - `ASP_PLUGIN_IO`: a file could not be read or written (category `internal`).
+ * - `ASP_PLUGIN_FORBIDDEN_PORT`: an in-process plugin depends on something that is not a port
+ *   of its kind (see `PLUGIN_PORT_KEYS`): host internals are never resolvable by a plugin.
+ * - `ASP_PLUGIN_BAD_OUTPUT`: a verifier's or sandbox's answer fails its contracts schema, or a
+ *   sandbox reports a guarantee its grant cannot back.
  */
 export type PluginErrorCode =
   | "ASP_PLUGIN_NOT_FOUND"
@@ -54,7 +58,9 @@ export type PluginErrorCode =
   | "ASP_PLUGIN_BAD_OPTIONS"
   | "ASP_PLUGIN_BAD_KEY"
   | "ASP_PLUGIN_BAD_TRUST_ROOT"
-  | "ASP_PLUGIN_IO";
+  | "ASP_PLUGIN_IO"
+  | "ASP_PLUGIN_FORBIDDEN_PORT"
+  | "ASP_PLUGIN_BAD_OUTPUT";
 
 /** Every {@link PluginErrorCode}. */
 export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
@@ -80,6 +86,8 @@ export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
   "ASP_PLUGIN_BAD_KEY",
   "ASP_PLUGIN_BAD_TRUST_ROOT",
   "ASP_PLUGIN_IO",
+  "ASP_PLUGIN_FORBIDDEN_PORT",
+  "ASP_PLUGIN_BAD_OUTPUT",
 ]);
 
 /** Thrown by `@asp/plugin-host`; a refusal's code says exactly which check failed. */
@@ -113,4 +121,5 @@ export const PLUGIN_REFUSAL_CODES: ReadonlySet<PluginErrorCode> = new Set<Plugin
   "ASP_PLUGIN_NOT_GRANTED",
   "ASP_PLUGIN_CAPABILITY_NOT_GRANTED",
   "ASP_PLUGIN_INCOMPATIBLE",
+  "ASP_PLUGIN_FORBIDDEN_PORT",
 ]);

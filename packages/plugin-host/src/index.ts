@@ -7,7 +7,8 @@
  * - the loader ({@link loadPlugins}): every check before anything runs, precise refusal codes,
  *   providers as trusted launch configurations, verifiers and sandboxes in-process, all run
  *   from a host-owned, content-addressed, read-only copy of the verified bytes (`cachePlugin`),
- * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}).
+ * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}): in-process plugins get only the
+ *   {@link PluginPorts} of their kind, and their answers are validated before use.
  *
  * @packageDocumentation
  */
@@ -33,6 +34,8 @@ export type { LoadPluginsOptions, VerifiedPlugin, VerifyPluginOptions } from "./
 export { factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
 export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
+export type { ContentReader, PluginPorts } from "./ports.js";
+export { PLUGIN_PORT_KEYS } from "./ports.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";
 export { readSignatureFile, SIGNATURE_TYPE, signedMessage, signPlugin, verifySignature } from "./signature.js";
 export type { TrustDocument, TrustRoot } from "./trust.js";

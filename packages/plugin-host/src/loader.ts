@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { PluginCapability, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
+import type { PluginCapability, PluginKind, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
 import { CAPABILITY_FAMILIES, isAspError, PLUGIN_BRANDS, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -12,6 +12,7 @@ import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 import { MANIFEST_FILE, type PluginSnapshot, SIGNATURE_FILE, snapshotPlugin } from "./digest.js";
 import { errnoOf, PluginError, type PluginErrorCode } from "./errors.js";
 import { manifestOfSnapshot, peekPluginId } from "./manifest.js";
+import { assertPluginPorts } from "./ports.js";
 import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
 import type {
@@ -202,6 +203,11 @@ export interface LoadPluginsOptions {
    * ({@link PluginLoadResult.cacheDir}), which the caller then owns.
    */
   readonly cacheDir?: string;
+  /**
+   * The kinds the host will use (default: all). A verified verifier or sandbox of a kind not
+   * listed is never imported: its code does not enter a host that does not use it.
+   */
+  readonly kinds?: readonly PluginKind[];
 }
 
 /**
@@ -386,6 +392,8 @@ async function loadInProcess(
   ) {
     throw loadFailed(id, "registerInit needs { deps: { name: DependencyRef }, init: function }");
   }
+  // A plugin that asks for anything but its kind's ports is refused here, visibly.
+  assertPluginPorts(kind, id, init.deps);
   return { init, options };
 }
 
@@ -501,7 +509,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
             evidence,
           }),
         );
-      } else {
+      } else if (options.kinds === undefined || options.kinds.includes(v.manifest.kind)) {
         const loaded = await loadInProcess(
           { ...v, entryPath: cached.entryPath },
           v.manifest.kind,

@@ -23,7 +23,7 @@ export default {
   optionsSchema: { type: "object", properties: { strict: { type: "boolean" } }, additionalProperties: false },
   register(reg) {
     reg.registerInit({
-      deps: { clock: { $$type: "@asp/DependencyRef", key: "asp.test.Clock" } },
+      deps: { clock: { $$type: "@asp/DependencyRef", key: "asp.plugin.Clock" } },
       init: ({ clock }, ctx) => ({
         verify: async (req) => ({ kind: "review", verdict: ctx.options.strict ? "issues" : "pass",
           findings: [{ severity: "info", title: "checked at " + clock.now().toISOString() }] }),

@@ -88,8 +88,7 @@ describe("loadPlugins", () => {
       expect(result.refused).toEqual([]);
       expect(result.verifiers.map((v) => v.plugin.id)).toEqual(["verifier-happy"]);
       const child = container.createChildContainer();
-      child.register(Symbol.for("asp.test.Clock"), { useValue: { now: () => new Date(0) } });
-      registerPlugins(child, result);
+      registerPlugins(child, result, { clock: { now: () => new Date(0) }, content: { read: async () => null } });
       const [verifier] = child.resolveAll(TOKENS.Verifier);
       expect(verifier?.id).toBe("verifier-happy");
       expect(verifier?.digest).toBe(result.verifiers[0]?.evidence.digest);
@@ -108,7 +107,7 @@ describe("loadPlugins", () => {
       const result = await loadPlugins({ dirs: [dir], trustRoots: roots, policy: grantPolicy([{ dir }]) });
       expect(result.refused).toEqual([]);
       const child = container.createChildContainer();
-      registerPlugins(child, result);
+      registerPlugins(child, result, { clock: { now: () => new Date(0) }, content: { read: async () => null } });
       const [sandbox] = child.resolveAll(TOKENS.Sandbox);
       expect(await sandbox?.stage({ root: "/x", writes: [] })).toEqual({
         applied: true,

@@ -1,5 +1,11 @@
-import { ASSURANCE_MODES, CALL_SITES, FAIL_CLASSES, type FailPolicyOutcome, type Policy } from "@asp/contracts";
-import { canonicalize } from "@asp/evidence";
+import {
+  ASSURANCE_MODES,
+  CALL_SITES,
+  canonicalize,
+  FAIL_CLASSES,
+  type FailPolicyOutcome,
+  type Policy,
+} from "@asp/contracts";
 import { assessPolicyChange, type PolicyChangeAssessment } from "./change.js";
 import { type PolicyProblem, policyError } from "./errors.js";
 import { failPolicyCell, stricterOutcome } from "./fail-policy.js";

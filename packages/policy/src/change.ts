@@ -1,12 +1,13 @@
 import {
   CALL_SITES,
   type CallSite,
+  canonicalize,
   type DecisionEnvelope,
+  type Digest,
   FAIL_CLASSES,
   type PermissionOutcome,
   SEVERITIES,
 } from "@asp/contracts";
-import { canonicalize, type Digest } from "@asp/evidence";
 import { failPolicyCell, outcomeStrictness } from "./fail-policy.js";
 import { toPointer } from "./json.js";
 import { type ActivePolicy, type PolicyDocument, requireActive } from "./parse.js";

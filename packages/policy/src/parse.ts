@@ -1,5 +1,12 @@
-import { findDuplicateKeys, isAspError, type Policy, validate } from "@asp/contracts";
-import { canonicalize, type Digest, digest } from "@asp/evidence";
+import {
+  canonicalize,
+  type Digest,
+  digest,
+  findDuplicateKeys,
+  isAspError,
+  type Policy,
+  validate,
+} from "@asp/contracts";
 import picomatch from "picomatch";
 import semver from "semver";
 import { type PolicyError, type PolicyErrorCode, type PolicyProblem, policyError, problemsError } from "./errors.js";
@@ -32,7 +39,7 @@ export interface ActivePolicy {
   readonly $$type: "@asp/ActivePolicy";
   readonly version: 1;
   readonly document: PolicyDocument;
-  /** `sha256:<hex>` of the RFC 8785 canonical document (`@asp/evidence` `digest`). */
+  /** `sha256:<hex>` of the RFC 8785 canonical document (`@asp/contracts` `digest`, equal to `@asp/evidence` `digest`). */
   readonly digest: Digest;
   readonly origin: PolicyOrigin;
 }

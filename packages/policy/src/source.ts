@@ -1,4 +1,4 @@
-import type { InjectionToken } from "@asp/evidence";
+import type { InjectionToken } from "@asp/contracts";
 import { type ActivePolicy, type PolicyOrigin, parsePolicy } from "./parse.js";
 
 /** Policy text as a trusted source produced it, with where it came from. */

@@ -22,7 +22,7 @@ const VERIFIER_BRAND = PLUGIN_BRANDS.verifier;
 const SANDBOX_BRAND = PLUGIN_BRANDS.sandbox;
 const DEPENDENCY_BRAND = PLUGIN_BRANDS.dependencyRef;
 
-/** A typed reference to a host service; the host resolves `Symbol.for(key)` from its container. */
+/** A typed reference to a host port; the host hands the port of that key, if its kind may have it. */
 export interface DependencyRef<T> {
   readonly $$type: typeof DEPENDENCY_BRAND;
   readonly key: string;
@@ -31,8 +31,8 @@ export interface DependencyRef<T> {
 }
 
 /**
- * Name a host service a plugin depends on, by the `Symbol.for` key of its DI token (for example
- * `asp.evidence.Clock`).
+ * Name a host port a plugin depends on, by its key: a verifier may ask for `asp.plugin.Clock` and
+ * `asp.plugin.ContentReader`, a sandbox for `asp.plugin.Clock` (any other key refuses the plugin).
  *
  * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for an empty key.
  */

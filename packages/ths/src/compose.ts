@@ -246,6 +246,8 @@ async function loadPluginProviders(
     policy: policy.document as Policy,
     cacheDir,
     ...(clock === undefined ? {} : { now: () => clock.now() }),
+    // The gate host runs providers only: a verifier's or sandbox's code never enters it.
+    kinds: ["provider"],
   });
   const providers: TrustedProvider[] = [];
   const refused: RefusedPlugin[] = [...result.refused];

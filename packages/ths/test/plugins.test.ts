@@ -48,6 +48,44 @@ function policy(digest: string, withPluginGrant = true): Policy {
 }
 
 describe("providers from signed plugins (@asp/plugin-host)", () => {
+  it("a verified verifier in the plugins folder is never imported into the gate host (issue 12 item 4)", async () => {
+    const p = signedPlugin();
+    const dir = join(p.parent, "verifier-bystander");
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, "asp-plugin.json"),
+      JSON.stringify({
+        id: "verifier-bystander",
+        version: "1.0.0",
+        kind: "verifier",
+        entry: "main.mjs",
+        capabilities: ["review"],
+        diagnosticSources: [],
+        protocolVersion: "1.0",
+        engines: { node: ">=20" },
+      }),
+    );
+    // Importing it is the observable: its top level marks the process.
+    writeFileSync(join(dir, "main.mjs"), `globalThis.__aspBystanderImported = true;\nexport default {};\n`);
+    signPlugin(dir, join(p.parent, "keys", "team"));
+    const granted = policy(p.digest);
+    const withVerifier: Policy = {
+      ...granted,
+      plugins: [
+        ...(granted.plugins ?? []),
+        { id: "verifier-bystander", digest: digestPlugin(dir).digest, capabilities: ["review"] },
+      ],
+    };
+    const { host } = await testHost({ policy: withVerifier, plugins: [p.parent], trustRoots: [p.trustRoot] });
+    try {
+      const { envelope } = await host.gate({ repo: tempRepo() });
+      expect(envelope.decision).toBe("allow");
+      expect((globalThis as { __aspBystanderImported?: boolean }).__aspBystanderImported).toBeUndefined();
+    } finally {
+      await host.close();
+    }
+  });
+
   it("loads a signed, policy-granted provider and it satisfies its requirement at the gate", async () => {
     const p = signedPlugin();
     const { host } = await testHost({ policy: policy(p.digest), plugins: [p.parent], trustRoots: [p.trustRoot] });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { parseArgs } from "node:util";
 import type { Diagnostic } from "@asp/contracts";
 import {
   type AssessContext,
@@ -127,17 +128,26 @@ export interface ImportGraphProviderOptions {
 }
 
 /**
- * Parse the plugin's command line: `--check` turns on {@link ImportGraphProviderOptions.check}.
+ * Parse the plugin's command line with `node:util` `parseArgs` (strict, no positionals):
+ * `--check` turns on {@link ImportGraphProviderOptions.check}.
  *
- * @throws ImportGraphError `ASP_IMPORTS_BAD_OPTIONS` for any other argument.
+ * @throws ImportGraphError `ASP_IMPORTS_BAD_OPTIONS` for any other argument (`--check=yes` included).
  */
 export function parseProviderArgs(argv: readonly string[]): ImportGraphProviderOptions {
-  let check = false;
-  for (const arg of argv) {
-    if (arg === "--check") check = true;
-    else throw new ImportGraphError("ASP_IMPORTS_BAD_OPTIONS", `unknown option ${arg}`, { data: { flag: arg } });
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: { check: { type: "boolean" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return { check: values.check === true };
+  } catch (cause) {
+    throw new ImportGraphError("ASP_IMPORTS_BAD_OPTIONS", (cause as Error).message, {
+      cause,
+      data: { argv: argv.slice(0, 16) },
+    });
   }
-  return { check };
 }
 
 /**

@@ -8,7 +8,7 @@ describe("parseProviderArgs", () => {
   ])("parses %j", (argv, options) => {
     expect(parseProviderArgs(argv)).toEqual(options);
   });
-  it.each([[["--verbose"]], [["--check", "extra"]]])("refuses %j", (argv) => {
+  it.each([[["--verbose"]], [["--check", "extra"]], [["--check=yes"]]])("refuses %j", (argv) => {
     expect(() => parseProviderArgs(argv)).toThrowWithCode("ASP_IMPORTS_BAD_OPTIONS");
   });
 });

@@ -1,3 +1,4 @@
+import { parseArgs } from "node:util";
 import { type AssessContext, type AssessOutcome, defineProvider, type ProviderDefinition } from "@asp/sdk";
 import { createTypeScriptChecker, type TypeScriptChecker, type TypeScriptCheckerOptions } from "./checker.js";
 import { TypeScriptProviderError } from "./errors.js";
@@ -7,48 +8,55 @@ export const PROVIDER_ID = "asp.provider-typescript";
 /** The plugin's version: equal to `package.json` and `asp-plugin.json`. */
 export const PROVIDER_VERSION = "0.1.0";
 
+const OPTIONS = {
+  project: { type: "string" },
+  scope: { type: "string" },
+  "max-diagnostics": { type: "string" },
+  "lib-dir": { type: "string" },
+} as const;
+
+const SCOPES = ["changed", "affected", "all"] as const;
+
 /**
- * Parse the plugin's command line: `--project PATH` (the tsconfig in the tree),
- * `--scope changed|affected|all`, `--max-diagnostics N`, `--lib-dir DIR`.
+ * Parse the plugin's command line with `node:util` `parseArgs` (strict: no positionals, no
+ * unknown flag, no value that looks like a flag): `--project PATH` (the tsconfig in the tree),
+ * `--scope changed|affected|all`, `--max-diagnostics N`, `--lib-dir DIR`; `--flag=value` works too.
  *
- * @throws TypeScriptProviderError `ASP_TS_BAD_OPTIONS` for an unknown flag or a missing value.
+ * @throws TypeScriptProviderError `ASP_TS_BAD_OPTIONS` for an unknown flag, a missing or
+ *   flag-like value, a positional argument, a scope outside the list, or a count that is not a
+ *   decimal integer.
  */
 export function parseProviderArgs(argv: readonly string[]): TypeScriptCheckerOptions {
-  const out: { -readonly [K in keyof TypeScriptCheckerOptions]: TypeScriptCheckerOptions[K] } = {};
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i] as string;
-    const value = argv[i + 1];
-    const need = (): string => {
-      if (value === undefined || value.startsWith("--")) {
-        throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", `${flag} needs a value`, { data: { flag } });
-      }
-      i++;
-      return value;
-    };
-    switch (flag) {
-      case "--project":
-        out.project = need();
-        break;
-      case "--scope": {
-        const scope = need();
-        if (scope !== "changed" && scope !== "affected" && scope !== "all") {
-          throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", `--scope must be changed, affected or all`, {
-            data: { flag, value: scope },
-          });
-        }
-        out.scope = scope;
-        break;
-      }
-      case "--max-diagnostics":
-        out.maxDiagnostics = Number(need());
-        break;
-      case "--lib-dir":
-        out.libDir = need();
-        break;
-      default:
-        throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", `unknown option ${flag}`, { data: { flag } });
-    }
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"];
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (cause) {
+    throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", (cause as Error).message, {
+      cause,
+      data: { argv: argv.slice(0, 16) },
+    });
   }
+  const out: { -readonly [K in keyof TypeScriptCheckerOptions]: TypeScriptCheckerOptions[K] } = {};
+  if (values.project !== undefined) out.project = values.project;
+  if (values.scope !== undefined) {
+    const scope = SCOPES.find((s) => s === values.scope);
+    if (scope === undefined) {
+      throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", "--scope must be changed, affected or all", {
+        data: { flag: "--scope", value: values.scope },
+      });
+    }
+    out.scope = scope;
+  }
+  const max = values["max-diagnostics"];
+  if (max !== undefined) {
+    if (!/^[0-9]{1,9}$/.test(max)) {
+      throw new TypeScriptProviderError("ASP_TS_BAD_OPTIONS", "--max-diagnostics must be a decimal integer", {
+        data: { flag: "--max-diagnostics", value: max.slice(0, 40) },
+      });
+    }
+    out.maxDiagnostics = Number(max);
+  }
+  if (values["lib-dir"] !== undefined) out.libDir = values["lib-dir"];
   return out;
 }
 

@@ -9,13 +9,20 @@ describe("parseProviderArgs", () => {
       ["--scope", "all", "--max-diagnostics", "50", "--lib-dir", "/opt/lib"],
       { scope: "all", maxDiagnostics: 50, libDir: "/opt/lib" },
     ],
+    // node:util parseArgs: the inline form is the same option.
+    [["--project=app/tsconfig.json", "--scope=changed"], { project: "app/tsconfig.json", scope: "changed" }],
   ])("parses %j", (argv, options) => {
     expect(parseProviderArgs(argv)).toEqual(options);
   });
-  it.each([[["--scope", "everything"]], [["--project"]], [["--project", "--scope"]], [["--verbose"]]])(
-    "refuses %j",
-    (argv) => {
-      expect(() => parseProviderArgs(argv)).toThrowWithCode("ASP_TS_BAD_OPTIONS");
-    },
-  );
+  it.each([
+    [["--scope", "everything"]],
+    [["--project"]],
+    [["--project", "--scope"]],
+    [["--verbose"]],
+    [["stray-positional"]],
+    [["--max-diagnostics", "12abc"]],
+    [["--max-diagnostics", "-1"]],
+  ])("refuses %j", (argv) => {
+    expect(() => parseProviderArgs(argv)).toThrowWithCode("ASP_TS_BAD_OPTIONS");
+  });
 });

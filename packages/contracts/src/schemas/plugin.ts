@@ -1,0 +1,57 @@
+import { type Static, Type } from "@sinclair/typebox";
+import { FINDING_SEVERITIES, GUARDIAN_DECISIONS, REVIEW_VERDICTS, RISK_LEVELS } from "../vocabularies.js";
+import { Closed, StringEnum, TransactionGuaranteeT } from "./common.js";
+
+// What an in-process verifier or sandbox plugin returns. The host validates every answer
+// against these closed schemas before using it (issue 12 item 4): a plugin's answer is
+// untrusted data, like a provider's.
+
+const Text = (maxLength: number) => Type.String({ maxLength });
+
+/** A Reviewer's answer: a verdict and bounded findings. */
+const ReviewResponse = Type.Object(
+  {
+    kind: Type.Literal("review"),
+    verdict: StringEnum(REVIEW_VERDICTS),
+    findings: Type.Array(
+      Type.Object(
+        {
+          severity: StringEnum(FINDING_SEVERITIES),
+          title: Type.String({ minLength: 1, maxLength: 1_000 }),
+          detail: Type.Optional(Text(10_000)),
+          path: Type.Optional(Text(4_096)),
+        },
+        Closed,
+      ),
+      { maxItems: 1_000 },
+    ),
+  },
+  Closed,
+);
+
+/** A Guardian's answer about one permission request. */
+const GuardianResponse = Type.Object(
+  {
+    kind: Type.Literal("guardian"),
+    decision: StringEnum(GUARDIAN_DECISIONS),
+    risk: StringEnum(RISK_LEVELS),
+    recoverable: Type.Boolean(),
+    rationale: Text(10_000),
+  },
+  Closed,
+);
+
+/** A verifier plugin's answer (`Verifier.verify`). */
+export const PluginVerifyResponseSchema = Type.Union([ReviewResponse, GuardianResponse]);
+export type PluginVerifyResponse = Static<typeof PluginVerifyResponseSchema>;
+
+/** What a sandbox plugin reports it achieved (`Sandbox.stage`); the guarantee is checked against its grant. */
+export const PluginStageResultSchema = Type.Object(
+  {
+    applied: Type.Boolean(),
+    guarantee: TransactionGuaranteeT,
+    detail: Type.Optional(Text(10_000)),
+  },
+  Closed,
+);
+export type PluginStageResult = Static<typeof PluginStageResultSchema>;

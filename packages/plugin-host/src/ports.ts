@@ -1,0 +1,146 @@
+import { type PluginKind, validate } from "@asp/contracts";
+import type { Clock, Digest } from "@asp/evidence";
+import { PluginError } from "./errors.js";
+import type { DependencyRefLike, StageResult, VerifyResponse } from "./types.js";
+
+/**
+ * Read-only content by digest: the one view of the store a plugin gets (never the object store,
+ * the fact log or any other host object).
+ */
+export interface ContentReader {
+  /** The bytes of blob `digest`, or `null` when the store has no such blob. */
+  read(digest: Digest): Promise<Uint8Array | null>;
+}
+
+/**
+ * The host services in-process plugins may depend on, supplied by the composing host to
+ * {@link registerPlugins}. Each kind receives only its own subset ({@link PLUGIN_PORT_KEYS}),
+ * never the DI container.
+ */
+export interface PluginPorts {
+  /** The host's clock (`asp.plugin.Clock`): verifiers and sandboxes. */
+  readonly clock: Clock;
+  /** Blob reads by digest (`asp.plugin.ContentReader`): verifiers only. */
+  readonly content: ContentReader;
+}
+
+/** The `key` a plugin names in `createDependencyRef(key)` for each port. */
+export const PLUGIN_PORT_KEYS = Object.freeze({
+  clock: "asp.plugin.Clock",
+  content: "asp.plugin.ContentReader",
+} as const);
+
+type PortName = keyof typeof PLUGIN_PORT_KEYS;
+type InProcessKind = Exclude<PluginKind, "provider">;
+
+/**
+ * Which ports each in-process kind may ask for. A verifier judges content at a time; a sandbox
+ * is handed the writes to stage in its request, so it needs only the clock.
+ */
+const PORTS_OF: { readonly [K in InProcessKind]: readonly PortName[] } = {
+  verifier: ["clock", "content"],
+  sandbox: ["clock"],
+};
+
+function portNamed(kind: InProcessKind, key: string): PortName | undefined {
+  return PORTS_OF[kind].find((name) => PLUGIN_PORT_KEYS[name] === key);
+}
+
+/**
+ * Check that every dependency an in-process plugin declared is a port of its kind.
+ *
+ * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` naming the first key that is not (for example
+ *   `asp.ths.LaunchEnv` or `asp.evidence.FactLog`: host internals are never resolvable).
+ */
+export function assertPluginPorts(
+  kind: InProcessKind,
+  id: string,
+  deps: Readonly<Record<string, DependencyRefLike>>,
+): void {
+  for (const [name, ref] of Object.entries(deps)) {
+    if (portNamed(kind, ref.key) === undefined) {
+      throw new PluginError(
+        "ASP_PLUGIN_FORBIDDEN_PORT",
+        `${kind} ${id} asks for ${JSON.stringify(ref.key).slice(0, 200)} (as ${JSON.stringify(name).slice(0, 100)}); a ${kind} may only depend on ${PORTS_OF[kind].map((p) => PLUGIN_PORT_KEYS[p]).join(", ")}`,
+        { data: { id, kind, key: ref.key.slice(0, 200), allowed: PORTS_OF[kind].map((p) => PLUGIN_PORT_KEYS[p]) } },
+      );
+    }
+  }
+}
+
+/**
+ * The dependencies handed to a plugin's `init`: for each declared name, an attenuated copy of
+ * the port (only its method, bound to the host's implementation), so the plugin cannot reach
+ * whatever object implements it.
+ *
+ * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` (see {@link assertPluginPorts}).
+ */
+export function portsFor(
+  kind: InProcessKind,
+  id: string,
+  deps: Readonly<Record<string, DependencyRefLike>>,
+  ports: PluginPorts,
+): Record<string, unknown> {
+  assertPluginPorts(kind, id, deps);
+  const attenuated: { readonly [P in PortName]: unknown } = {
+    clock: Object.freeze({ now: () => new Date(ports.clock.now().getTime()) }),
+    content: Object.freeze({ read: (digest: Digest) => ports.content.read(digest) }),
+  };
+  const out: Record<string, unknown> = {};
+  for (const [name, ref] of Object.entries(deps)) out[name] = attenuated[portNamed(kind, ref.key) as PortName];
+  return Object.freeze(out);
+}
+
+function badOutput(id: string, what: string, detail: string): PluginError {
+  return new PluginError("ASP_PLUGIN_BAD_OUTPUT", `${id} returned an invalid ${what}: ${detail}`, {
+    data: { id, what },
+  });
+}
+
+/**
+ * A verifier's answer, validated against the contracts `plugin-verify-response` schema (closed:
+ * unknown fields, such as a host-owned `decision` in a review, are refused).
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OUTPUT` when it does not validate, or answers a request
+ *   of another kind.
+ */
+export function checkVerifyResponse(id: string, requestKind: string, value: unknown): VerifyResponse {
+  const r = validate("plugin-verify-response", value);
+  if (!r.ok) {
+    const first = r.errors[0];
+    throw badOutput(id, "verify response", `${first?.pointer || "/"} ${first?.message ?? ""}`);
+  }
+  if (r.value.kind !== requestKind) {
+    throw badOutput(id, "verify response", `a ${r.value.kind} answer to a ${requestKind} request`);
+  }
+  return r.value;
+}
+
+/**
+ * Which granted sandbox capabilities can back each transaction guarantee (host §3, §6: the host
+ * never reports a guarantee stronger than it can enforce). A guarantee not listed needs none.
+ */
+const GUARANTEE_NEEDS: Readonly<Partial<Record<StageResult["guarantee"], readonly string[]>>> = {
+  workspace_transactional: ["sandbox:staged_snapshot", "sandbox:bubblewrap"],
+  staged_snapshot: ["sandbox:staged_snapshot"],
+};
+
+/**
+ * A sandbox's stage result, validated against the contracts `plugin-stage-result` schema, with
+ * its reported guarantee checked against the capabilities the policy granted it.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OUTPUT` when it does not validate, or reports a guarantee
+ *   none of its granted capabilities can back.
+ */
+export function checkStageResult(id: string, granted: readonly string[], value: unknown): StageResult {
+  const r = validate("plugin-stage-result", value);
+  if (!r.ok) {
+    const first = r.errors[0];
+    throw badOutput(id, "stage result", `${first?.pointer || "/"} ${first?.message ?? ""}`);
+  }
+  const needs = GUARANTEE_NEEDS[r.value.guarantee];
+  if (needs !== undefined && !needs.some((c) => granted.includes(c))) {
+    throw badOutput(id, "stage result", `guarantee ${r.value.guarantee} needs one of ${needs.join(", ")} granted`);
+  }
+  return r.value;
+}
