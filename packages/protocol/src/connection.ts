@@ -221,7 +221,9 @@ export class ProviderConnection {
           (value) => finish({ ok: true, value, ms: ms() }),
           (error: unknown) =>
             abort(
-              error instanceof ResponseError
+              // A request that could not be written (EPIPE: the process died under it) is rejected
+              // by vscode-jsonrpc as a ResponseError too; it is the provider's death, not its answer.
+              error instanceof ResponseError && !this.gone()
                 ? {
                     kind: "response-error",
                     code: error.code,
@@ -235,6 +237,11 @@ export class ProviderConnection {
         abort({ kind: "exited", detail: String((error as Error)?.message ?? error).slice(0, 500) });
       }
     });
+  }
+
+  /** True once the process exited or its stdin broke (a write failed), whatever was reported first. */
+  private gone(): boolean {
+    return this.exitInfo !== null || this.child.stdin?.destroyed === true || this.child.exitCode !== null;
   }
 
   /** Send a notification (without params when `params` is `undefined`); silently dropped when the process is gone. */

@@ -39,6 +39,20 @@ describe("ProviderConnection", () => {
     });
   });
 
+  it("host §2: a request written to a provider that was just killed fails as exited, never as the provider's error answer", async () => {
+    const conn = launch([], 1024);
+    expect((await conn.call<string[]>("argv", null, 10_000)).ok).toBe(true);
+    const pid = (conn as unknown as { child: { pid: number } }).child.pid;
+    process.kill(pid, "SIGKILL");
+    // Race the kill: the writes fail with EPIPE (or the exit is seen first); either way it is a death.
+    const kinds = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const r = await conn.call("argv", null, 2_000);
+      kinds.add(r.ok ? "ok" : r.failure.kind);
+    }
+    expect([...kinds]).toEqual(["exited"]);
+  });
+
   it("reports a failed spawn as an exit, never a throw", async () => {
     const exited = new Promise<ExitInfo>((resolve) => {
       open.push(
