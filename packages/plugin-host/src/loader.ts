@@ -84,7 +84,17 @@ function verifyFolder(dir: string, options: VerifyPluginOptions): VerifiedFolder
   }
   // 1. Identity: a signature by a trusted key.
   const sig = readSignatureFile(abs);
-  const root = options.trustRoots.find((r) => r.keyId === sig.keyId);
+  const roots = options.trustRoots.filter((r) => r.keyId === sig.keyId);
+  if (roots.length > 1) {
+    // readTrustRoots refuses this; trust roots built in code must not make the first entry win
+    // (a revoked entry and an unrevoked one for one key).
+    throw new PluginError(
+      "ASP_PLUGIN_UNTRUSTED_KEY",
+      `signed by ${sig.keyId}, which the trust roots list ${roots.length} times: ambiguous, not trusted`,
+      { data: { keyId: sig.keyId, entries: roots.length } },
+    );
+  }
+  const root = roots[0];
   if (root === undefined) {
     throw new PluginError("ASP_PLUGIN_UNTRUSTED_KEY", `signed by ${sig.keyId}, which is not a trusted key`, {
       data: { keyId: sig.keyId },

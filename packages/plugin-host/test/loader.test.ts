@@ -188,6 +188,16 @@ describe("loadPlugins", () => {
       await refusedWith(dir, "ASP_PLUGIN_UNTRUSTED_KEY", { roots: trusted.roots });
     });
 
+    it("refuses a key that trust roots built in code list twice (a revoked entry must not lose to an unrevoked one)", async () => {
+      const { key, roots } = makeKey();
+      const dir = makePlugin("provider");
+      signPlugin(dir, key);
+      const [root] = roots;
+      if (root === undefined) throw new Error("makeKey gave no root");
+      await refusedWith(dir, "ASP_PLUGIN_UNTRUSTED_KEY", { roots: [root, { ...root, revoked: true }] });
+      await refusedWith(dir, "ASP_PLUGIN_UNTRUSTED_KEY", { roots: [{ ...root, revoked: true }, root] });
+    });
+
     it("refuses a forged signature", async () => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
