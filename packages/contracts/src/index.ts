@@ -23,7 +23,11 @@ export type {
   AbortSignalLike,
   GuardianRequest,
   GuardianResponse,
+  LaunchRequest,
+  LaunchResult,
   PluginBrand,
+  RecoverRequest,
+  RecoverResult,
   ReviewFinding,
   ReviewRequest,
   ReviewResponse,
@@ -105,8 +109,18 @@ export {
   ProviderManifestSchema,
   VerdictSchema,
 } from "./schemas/host.js";
-export type { PluginStageResult, PluginVerifyResponse } from "./schemas/plugin.js";
-export { PluginStageResultSchema, PluginVerifyResponseSchema } from "./schemas/plugin.js";
+export type {
+  PluginLaunchResult,
+  PluginRecoverResult,
+  PluginStageResult,
+  PluginVerifyResponse,
+} from "./schemas/plugin.js";
+export {
+  PluginLaunchResultSchema,
+  PluginRecoverResultSchema,
+  PluginStageResultSchema,
+  PluginVerifyResponseSchema,
+} from "./schemas/plugin.js";
 export type {
   AssessParams,
   InitializedParams,

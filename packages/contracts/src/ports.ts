@@ -1,4 +1,5 @@
 import type {
+  AssuranceMode,
   FindingSeverity,
   GuardianDecision,
   ReviewVerdict,
@@ -87,10 +88,55 @@ export interface Verifier {
   verify(request: VerifyRequest): Promise<VerifyResponse>;
 }
 
+/**
+ * A provider launch a sandbox is asked to confine (issue 13): the host's structured launch
+ * (absolute executable, argv, trusted cwd, minimal environment) plus what the provider may and
+ * may not see. A sandbox answers with the launch the host spawns instead ({@link LaunchResult}).
+ */
+export interface LaunchRequest {
+  readonly executable: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** Absolute folders holding the provider's verified code (its read-only copy or measured root): bind read-only. */
+  readonly readOnly: readonly string[];
+  /** Absolute folders the provider must never see (the candidate repository, the store and its siblings). */
+  readonly deny: readonly string[];
+}
+
+/**
+ * What a sandbox made of a {@link LaunchRequest}: the process the host spawns, and the isolation
+ * that process really runs under. The host records `mode` per provider in the envelope and the
+ * receipt, checked against the sandbox's grant (only `sandbox:bubblewrap` can back `isolated`).
+ */
+export interface LaunchResult {
+  readonly executable: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** The assurance this launch enforces; lower than the sandbox can give when its mechanism is unavailable. */
+  readonly mode: AssuranceMode;
+  /** The mechanism, for people (e.g. `bubblewrap 0.8.0: user, pid, ipc, net namespaces; no worktree`). */
+  readonly mechanism: string;
+  /** True when the launched process can still write the real worktree. */
+  readonly directWrite: boolean;
+  /** Why the mode is lower than the sandbox's best (e.g. `bwrap not found on PATH`). */
+  readonly reason?: string;
+}
+
 /** What a sandbox is asked to stage: whole-file writes (null deletes) against a root. */
 export interface StageRequest {
   readonly root: string;
-  readonly writes: ReadonlyArray<{ readonly path: string; readonly content: Uint8Array | null }>;
+  readonly writes: ReadonlyArray<{
+    readonly path: string;
+    readonly content: Uint8Array | null;
+    readonly mode?: "100644" | "100755";
+  }>;
+  /**
+   * A host-owned folder for this repository's apply journal (outside the worktree); the same
+   * folder is handed to {@link Sandbox.recover} on the next start. Absent: the sandbox keeps no journal.
+   */
+  readonly journalDir?: string;
   readonly signal?: AbortSignalLike;
 }
 
@@ -101,7 +147,25 @@ export interface StageResult {
   readonly detail?: string;
 }
 
-/** The sandbox port: what a sandbox plugin's `init` returns. */
+/** Finish or undo an interrupted stage after a crash, from its journal. */
+export interface RecoverRequest {
+  readonly root: string;
+  readonly journalDir: string;
+}
+
+/** What recovery did: nothing to do, the interrupted apply rolled back to B, or rolled forward to B'. */
+export interface RecoverResult {
+  readonly outcome: "none" | "rolled_back" | "rolled_forward";
+  readonly detail?: string;
+}
+
+/**
+ * The sandbox port: what a sandbox plugin's `init` returns. A sandbox implements at least one of
+ * `launch` (confine a provider process), `stage` (publish an apply) and `recover` (finish or undo
+ * an interrupted stage).
+ */
 export interface Sandbox {
-  stage(request: StageRequest): Promise<StageResult>;
+  launch?(request: LaunchRequest): Promise<LaunchResult>;
+  stage?(request: StageRequest): Promise<StageResult>;
+  recover?(request: RecoverRequest): Promise<RecoverResult>;
 }

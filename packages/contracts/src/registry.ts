@@ -188,6 +188,16 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
     "Sandbox plugin stage result",
     "What an in-process sandbox plugin reports from stage(); validated, and its guarantee checked against the grant.",
   ),
+  "plugin-launch-result": def(
+    G.PluginLaunchResultSchema,
+    "Sandbox plugin launch result",
+    "The confined launch a sandbox plugin returns from launch(); validated, and its mode checked against the grant.",
+  ),
+  "plugin-recover-result": def(
+    G.PluginRecoverResultSchema,
+    "Sandbox plugin recover result",
+    "What a sandbox plugin's recover() did with an interrupted stage: nothing, rolled back or rolled forward.",
+  ),
 };
 
 /** Name of a published schema. */
@@ -241,6 +251,8 @@ export interface SchemaTypes {
   "protocol-propose-params": P.ProposeParams;
   "plugin-verify-response": G.PluginVerifyResponse;
   "plugin-stage-result": G.PluginStageResult;
+  "plugin-launch-result": G.PluginLaunchResult;
+  "plugin-recover-result": G.PluginRecoverResult;
 }
 
 /** Every schema name, in publication order. */

@@ -1,9 +1,25 @@
 // reflect-metadata must be evaluated before tsyringe (tsyringe throws at import otherwise).
 import "reflect-metadata";
+import type { Sandbox as SandboxPort } from "@asp/contracts";
 import { type DependencyContainer, type InjectionToken, instanceCachingFactory } from "tsyringe";
 import { PluginError } from "./errors.js";
-import { checkStageResult, checkVerifyResponse, type PluginPorts, portsFor } from "./ports.js";
-import type { LoadedInProcess, PluginLoadResult, Sandbox, Verifier } from "./types.js";
+import {
+  checkLaunchResult,
+  checkRecoverResult,
+  checkStageResult,
+  checkVerifyResponse,
+  type PluginPorts,
+  portsFor,
+} from "./ports.js";
+import type {
+  LaunchRequest,
+  LoadedInProcess,
+  PluginLoadResult,
+  RecoverRequest,
+  Sandbox,
+  StageRequest,
+  Verifier,
+} from "./types.js";
 
 /**
  * DI tokens of the plugin kinds (DESIGN §3). `Symbol.for` keys, so two copies of the package
@@ -20,7 +36,7 @@ function instantiate(
   loaded: LoadedInProcess,
   kind: "verifier" | "sandbox",
   ports: PluginPorts,
-  method: "verify" | "stage",
+  methods: readonly string[],
 ): unknown {
   // Only the ports of the plugin's kind, attenuated: never `container.resolve` of a key the
   // plugin chose (that reached the launch environment and the fact log).
@@ -34,11 +50,11 @@ function instantiate(
       data: { id: loaded.plugin.id },
     });
   }
-  const fn = (instance as Record<string, unknown> | null)?.[method];
-  if (typeof fn !== "function") {
+  const has = methods.filter((m) => typeof (instance as Record<string, unknown> | null)?.[m] === "function");
+  if (has.length === 0) {
     throw new PluginError(
       "ASP_PLUGIN_LOAD_FAILED",
-      `init of ${loaded.plugin.id} did not return an object with ${method}()`,
+      `init of ${loaded.plugin.id} did not return an object with ${methods.map((m) => `${m}()`).join(" or ")}`,
       {
         data: { id: loaded.plugin.id },
       },
@@ -72,7 +88,7 @@ export function registerPlugins(container: DependencyContainer, result: PluginLo
   for (const v of result.verifiers) {
     container.register(TOKENS.Verifier, {
       useFactory: instanceCachingFactory(() => {
-        const inner = instantiate(v, "verifier", ports, "verify") as Pick<Verifier, "verify">;
+        const inner = instantiate(v, "verifier", ports, ["verify"]) as Pick<Verifier, "verify">;
         return Object.freeze({
           id: v.plugin.id,
           version: v.plugin.version,
@@ -86,13 +102,33 @@ export function registerPlugins(container: DependencyContainer, result: PluginLo
   for (const s of result.sandboxes) {
     container.register(TOKENS.Sandbox, {
       useFactory: instanceCachingFactory(() => {
-        const inner = instantiate(s, "sandbox", ports, "stage") as Pick<Sandbox, "stage">;
+        const inner = instantiate(s, "sandbox", ports, ["launch", "stage", "recover"]) as SandboxPort;
+        const granted = s.evidence.capabilities;
+        const id = s.plugin.id;
+        // Each method the plugin implements, its answer validated before the host sees it.
         return Object.freeze({
-          id: s.plugin.id,
+          id,
           version: s.plugin.version,
           digest: s.evidence.digest,
           capabilities: s.plugin.capabilities,
-          stage: async (request) => checkStageResult(s.plugin.id, s.evidence.capabilities, await inner.stage(request)),
+          ...(typeof inner.launch === "function"
+            ? {
+                launch: async (request: LaunchRequest) =>
+                  checkLaunchResult(id, granted, await inner.launch?.call(inner, request)),
+              }
+            : {}),
+          ...(typeof inner.stage === "function"
+            ? {
+                stage: async (request: StageRequest) =>
+                  checkStageResult(id, granted, await inner.stage?.call(inner, request)),
+              }
+            : {}),
+          ...(typeof inner.recover === "function"
+            ? {
+                recover: async (request: RecoverRequest) =>
+                  checkRecoverResult(id, await inner.recover?.call(inner, request)),
+              }
+            : {}),
         } satisfies Sandbox);
       }),
     });

@@ -1,7 +1,7 @@
 import { type PluginKind, validate } from "@asp/contracts";
 import type { Clock, Digest } from "@asp/evidence";
 import { PluginError } from "./errors.js";
-import type { DependencyRefLike, StageResult, VerifyResponse } from "./types.js";
+import type { DependencyRefLike, LaunchResult, RecoverResult, StageResult, VerifyResponse } from "./types.js";
 
 /**
  * Read-only content by digest: the one view of the store a plugin gets (never the object store,
@@ -141,6 +141,53 @@ export function checkStageResult(id: string, granted: readonly string[], value: 
   const needs = GUARANTEE_NEEDS[r.value.guarantee];
   if (needs !== undefined && !needs.some((c) => granted.includes(c))) {
     throw badOutput(id, "stage result", `guarantee ${r.value.guarantee} needs one of ${needs.join(", ")} granted`);
+  }
+  return r.value;
+}
+
+/**
+ * Which granted sandbox capabilities can back each assurance mode a launch reports (host §3: a
+ * provider is `isolated` only under an OS mechanism the policy granted). A mode not listed needs none.
+ */
+const MODE_NEEDS: Readonly<Partial<Record<LaunchResult["mode"], readonly string[]>>> = {
+  isolated: ["sandbox:bubblewrap"],
+  "mediated-write": ["sandbox:bubblewrap"],
+};
+
+/**
+ * A sandbox's launch result, validated against the contracts `plugin-launch-result` schema, with
+ * its reported mode checked against the capabilities the policy granted it. A launch that claims
+ * more than `gated` while the process can write the worktree is refused too.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OUTPUT` when it does not validate, reports a mode none of
+ *   its granted capabilities can back, or claims mediation with direct write.
+ */
+export function checkLaunchResult(id: string, granted: readonly string[], value: unknown): LaunchResult {
+  const r = validate("plugin-launch-result", value);
+  if (!r.ok) {
+    const first = r.errors[0];
+    throw badOutput(id, "launch result", `${first?.pointer || "/"} ${first?.message ?? ""}`);
+  }
+  const needs = MODE_NEEDS[r.value.mode];
+  if (needs !== undefined && !needs.some((c) => granted.includes(c))) {
+    throw badOutput(id, "launch result", `mode ${r.value.mode} needs one of ${needs.join(", ")} granted`);
+  }
+  if (needs !== undefined && r.value.directWrite) {
+    throw badOutput(id, "launch result", `mode ${r.value.mode} with direct write to the worktree`);
+  }
+  return r.value;
+}
+
+/**
+ * A sandbox's recover result, validated against the contracts `plugin-recover-result` schema.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OUTPUT` when it does not validate.
+ */
+export function checkRecoverResult(id: string, value: unknown): RecoverResult {
+  const r = validate("plugin-recover-result", value);
+  if (!r.ok) {
+    const first = r.errors[0];
+    throw badOutput(id, "recover result", `${first?.pointer || "/"} ${first?.message ?? ""}`);
   }
   return r.value;
 }

@@ -117,4 +117,13 @@ export interface Sandbox extends SandboxPort {
 }
 
 // The port shapes are declared once, in @asp/contracts (the SDK re-exports the same types).
-export type { StageRequest, StageResult, VerifyRequest, VerifyResponse } from "@asp/contracts";
+export type {
+  LaunchRequest,
+  LaunchResult,
+  RecoverRequest,
+  RecoverResult,
+  StageRequest,
+  StageResult,
+  VerifyRequest,
+  VerifyResponse,
+} from "@asp/contracts";

@@ -134,11 +134,30 @@ export const AuthorityEvidence = Type.Object(
 );
 
 /** The assurance block of an envelope or receipt. */
+/**
+ * How one provider really ran (issue 13): the isolation its launch enforced, by which mechanism
+ * (a sandbox plugin or a plain subprocess), whether it could write the worktree, and why the
+ * mode is lower than asked when it is.
+ */
+export const ProviderAssurance = Type.Object(
+  {
+    provider: Id,
+    mode: AssuranceModeT,
+    mechanism: Type.String({ minLength: 1, maxLength: 500 }),
+    sandbox: Type.Union([Type.Object({ id: Id, digest: Digest }, Closed), Type.Null()]),
+    directWrite: Type.Boolean(),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  },
+  Closed,
+);
+
 export const AssuranceBlock = Type.Object(
   {
     mode: AssuranceModeT,
     transactionGuarantee: Type.Optional(TransactionGuaranteeT),
     directWriteRisk: Type.Boolean(),
+    /** Per provider that ran (or was refused a launch) in this decision: its achieved isolation. */
+    providers: Type.Optional(Type.Array(ProviderAssurance, { maxItems: 1000 })),
   },
   Closed,
 );

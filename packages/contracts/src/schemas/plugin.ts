@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { FINDING_SEVERITIES, GUARDIAN_DECISIONS, REVIEW_VERDICTS, RISK_LEVELS } from "../vocabularies.js";
-import { Closed, StringEnum, TransactionGuaranteeT } from "./common.js";
+import { AssuranceModeT, Closed, StringEnum, TransactionGuaranteeT } from "./common.js";
 
 // What an in-process verifier or sandbox plugin returns. The host validates every answer
 // against these closed schemas before using it (issue 12 item 4): a plugin's answer is
@@ -55,3 +55,32 @@ export const PluginStageResultSchema = Type.Object(
   Closed,
 );
 export type PluginStageResult = Static<typeof PluginStageResultSchema>;
+
+/**
+ * What a sandbox plugin made of a provider launch (`Sandbox.launch`); the mode is checked against
+ * the sandbox's grant, and the executable must be absolute (no shell, no PATH lookup).
+ */
+export const PluginLaunchResultSchema = Type.Object(
+  {
+    executable: Type.String({ minLength: 2, maxLength: 4096, pattern: "^/" }),
+    args: Type.Array(Type.String({ maxLength: 65_536 }), { maxItems: 4096 }),
+    cwd: Type.String({ minLength: 1, maxLength: 4096, pattern: "^/" }),
+    env: Type.Record(Type.String({ pattern: "^[A-Za-z_][A-Za-z0-9_]*$" }), Type.String({ maxLength: 65_536 })),
+    mode: AssuranceModeT,
+    mechanism: Type.String({ minLength: 1, maxLength: 500 }),
+    directWrite: Type.Boolean(),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  },
+  Closed,
+);
+export type PluginLaunchResult = Static<typeof PluginLaunchResultSchema>;
+
+/** What a sandbox plugin's `recover` did with an interrupted stage. */
+export const PluginRecoverResultSchema = Type.Object(
+  {
+    outcome: StringEnum(["none", "rolled_back", "rolled_forward"]),
+    detail: Type.Optional(Text(10_000)),
+  },
+  Closed,
+);
+export type PluginRecoverResult = Static<typeof PluginRecoverResultSchema>;
