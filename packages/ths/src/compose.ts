@@ -5,11 +5,16 @@ import { type Policy, type ProviderManifest, validate } from "@asp/contracts";
 import { type Clock, createMemoryStore, openStore, type Store, TOKENS } from "@asp/evidence";
 import {
   createTempPluginCache,
+  type LoadedSandbox,
   loadPlugins,
+  TOKENS as PLUGIN_TOKENS,
+  type PluginLoadResult,
   type RefusedPlugin,
   readTrustRoots,
   refusedPluginKey,
+  registerPlugins,
   removePluginCache,
+  type Sandbox,
 } from "@asp/plugin-host";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
@@ -114,6 +119,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     providers.push(configuredProvider(r.value));
   }
   const refused: RefusedProvider[] = [];
+  const loadedSandboxes: LoadedSandbox[] = [];
   // Verified plugins run from the host's own copy of their bytes, beside the store (the store
   // folder itself is level's), or, for an in-memory store, in a temp folder this host removes.
   let ownedCache: string | null = null;
@@ -144,6 +150,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
       providers.push(remeasuredPlugin(p));
     }
     refused.push(...loaded.refused);
+    loadedSandboxes.push(...loaded.sandboxes);
   }
 
   const ownsStore = typeof options.store === "string";
@@ -188,6 +195,30 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     // Beside the level database, never inside it: the database folder holds only level's files.
     useValue: { dir: store.location === "memory:" ? null : `${store.location}.stat-cache` },
   });
+  c.register(THS_TOKENS.ApplyJournalDir, {
+    useValue: { dir: store.location === "memory:" ? null : `${store.location}.journal` },
+  });
+  // Sandbox plugins get the clock only (plugin-host attenuates the ports per kind).
+  const objects = store.objects;
+  registerPlugins(
+    c,
+    {
+      providers: [],
+      verifiers: [],
+      sandboxes: loadedSandboxes,
+      refused: [],
+      cacheDir: null,
+    } satisfies PluginLoadResult,
+    { clock, content: { read: async (d) => ((await objects.has("blob", d)) ? objects.readBlob(d) : null) } },
+  );
+  let sandboxes: Sandbox[];
+  try {
+    sandboxes = loadedSandboxes.length === 0 ? [] : c.resolveAll(PLUGIN_TOKENS.Sandbox);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes } });
   c.register(FreshnessAuthority, { useClass: FreshnessAuthority });
   options.register?.(c);
 
@@ -239,15 +270,16 @@ async function loadPluginProviders(
   clock: Clock | undefined,
   taken: ReadonlySet<string>,
   cacheDir: string,
-): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[] }> {
+): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[]; sandboxes: readonly LoadedSandbox[] }> {
   const result = await loadPlugins({
     dirs,
     trustRoots: readTrustRoots(trustRootFiles),
     policy: policy.document as Policy,
     cacheDir,
     ...(clock === undefined ? {} : { now: () => clock.now() }),
-    // The gate host runs providers only: a verifier's or sandbox's code never enters it.
-    kinds: ["provider"],
+    // The gate host runs providers and the sandboxes that confine them and publish applies: a
+    // verifier's code never enters it.
+    kinds: ["provider", "sandbox"],
   });
   const providers: TrustedProvider[] = [];
   const refused: RefusedPlugin[] = [...result.refused];
@@ -270,6 +302,7 @@ async function loadPluginProviders(
   }
   return {
     providers,
+    sandboxes: result.sandboxes,
     refused: refused.map((r) => ({
       id: r.key,
       reason: "unavailable" as const,

@@ -28,7 +28,14 @@ import {
 } from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
 import { type AssessOutcome, type HostInfo, ProviderSupervisor } from "./supervisor.js";
-import { type FailOpenSink, type HostPolicy, type IdSource, type ProviderSet, THS_TOKENS } from "./tokens.js";
+import {
+  type FailOpenSink,
+  type HostPolicy,
+  type IdSource,
+  type ProviderSet,
+  type SandboxSet,
+  THS_TOKENS,
+} from "./tokens.js";
 import { manifestLocationsInside } from "./trusted-location.js";
 
 /** Progress of one evaluation, for a spinner or log line. */
@@ -98,6 +105,10 @@ export class Host {
     @inject(TOKENS.Clock) private readonly clock: Clock,
     @inject(FreshnessAuthority) private readonly freshness: FreshnessAuthority,
     @inject(THS_TOKENS.StoreId) private readonly storeId: string,
+    /** Verified, granted sandbox plugins: launch confinement, staged apply and recovery (issue 13). */
+    @inject(THS_TOKENS.Sandboxes) readonly sandboxes: SandboxSet,
+    /** Where apply journals live (beside the store); `dir: null` for an in-memory store. */
+    @inject(THS_TOKENS.ApplyJournalDir) readonly applyJournalDir: { readonly dir: string | null },
   ) {
     this.supervisors = providerSet.providers.map(
       // host §8: each supervisor restores its provider's stored health before its first launch.

@@ -47,7 +47,7 @@ export type { ReceiptProblem, ReceiptVerification, StoredReceipt } from "./recei
 export { FACT_KINDS, listReceipts, showReceipt, verifyReceipts } from "./receipts.js";
 export type { AssessOutcome, HostInfo, TrustedProvider } from "./supervisor.js";
 export { launchEnvironment } from "./supervisor.js";
-export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider } from "./tokens.js";
+export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider, SandboxSet } from "./tokens.js";
 export { THS_TOKENS } from "./tokens.js";
 export type { ProviderLaunch, TrustedLocations, UntrustedLocation } from "./trusted-location.js";
 export { assertTrustedLocations, manifestLocationsInside, untrustedLocations } from "./trusted-location.js";

@@ -1,4 +1,5 @@
 import type { InjectionToken } from "@asp/evidence";
+import type { Sandbox } from "@asp/plugin-host";
 import type { ActivePolicy } from "@asp/policy";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import type { FailOpen } from "./decide.js";
@@ -36,6 +37,16 @@ export interface ProviderSet {
 }
 
 /**
+ * The sandbox plugins the host may use (verified, granted, instantiated; each answer validated
+ * by plugin-host): `launch` confines provider processes, `stage` / `recover` publish and recover
+ * mediated applies (issue 13). Empty: providers run as plain subprocesses (advisory, direct-write
+ * risk) and applies are written directly (`rollback_attempted` at best).
+ */
+export interface SandboxSet {
+  readonly sandboxes: readonly Sandbox[];
+}
+
+/**
  * DI tokens of the seams `@asp/ths` owns (DESIGN §3). `Symbol.for` keys, so two copies of the
  * package agree. The evidence seams (`FactLog`, `ObjectStore`, `Clock`, `Hasher`) use
  * `@asp/evidence`'s `TOKENS`.
@@ -53,4 +64,11 @@ export const THS_TOKENS = {
   SnapshotExcludes: Symbol.for("asp.ths.SnapshotExcludes") as InjectionToken<readonly string[]>,
   /** Folder of the per-repository stat caches (beside the store), `dir: null` for an in-memory store. */
   StatCacheDir: Symbol.for("asp.ths.StatCacheDir") as InjectionToken<{ readonly dir: string | null }>,
+  /** Verified, granted sandbox plugins (issue 13). */
+  Sandboxes: Symbol.for("asp.ths.Sandboxes") as InjectionToken<SandboxSet>,
+  /**
+   * Folder of the per-repository apply journals (beside the store, never inside the worktree);
+   * `dir: null` for an in-memory store (a host-owned temp folder is used instead).
+   */
+  ApplyJournalDir: Symbol.for("asp.ths.ApplyJournalDir") as InjectionToken<{ readonly dir: string | null }>,
 } as const;
