@@ -291,7 +291,7 @@ describe("loadPlugins", () => {
       await refusedWith(dir, "ASP_PLUGIN_SYMLINK_ESCAPE", { roots, policy });
     });
 
-    it("host §1: refuses a symlink even when it stays inside the folder and was signed (ASP_PLUGIN_SYMLINK)", async () => {
+    it("H1.3 host §1: refuses a symlink even when it stays inside the folder and was signed (ASP_PLUGIN_SYMLINK)", async () => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
       symlinkSync("util.mjs", join(dir, "lib", "alias.mjs"));

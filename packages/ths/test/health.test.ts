@@ -130,7 +130,7 @@ describe("health", () => {
   });
 
   describe("with a real level store and one-shot hosts", () => {
-    it("host §8: an erroring provider is quarantined on the Nth one-shot run, and the next run never launches it", async () => {
+    it("H8.2 host §8: an erroring provider is quarantined on the Nth one-shot run, and the next run never launches it", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const { m, log } = logged("fake-error");
@@ -163,7 +163,7 @@ describe("health", () => {
       expect(launches(log)).toBe(4);
     });
 
-    it("host §2: unsupported, incomplete and partial answers accumulate as their own kinds and never quarantine", async () => {
+    it("H2.3 host §2: unsupported, incomplete and partial answers accumulate as their own kinds and never quarantine", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const m = manifest("fake-status-cycle", { args: ["--cycle", "unsupported"] });
@@ -205,7 +205,7 @@ describe("health", () => {
       }
     });
 
-    it("latency of successful runs accumulates across one-shot hosts, in the same batch as the decision", async () => {
+    it("H8.5 latency of successful runs accumulates across one-shot hosts, in the same batch as the decision", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const m = manifest("fake-honest-ts", { source: "ts" });
@@ -224,7 +224,7 @@ describe("health", () => {
       }
     });
 
-    it("host §8: when stored health cannot be read, the provider is not launched and nothing is overwritten", async () => {
+    it("H8.2 host §8: when stored health cannot be read, the provider is not launched and nothing is overwritten", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const { m, log } = logged("fake-honest-ts", { source: "ts" });
