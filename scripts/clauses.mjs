@@ -296,6 +296,10 @@ export function formatTable(rows) {
 }
 
 function main(argv) {
+  // `pnpm clauses | head` closes the pipe early: that is not an error.
+  process.stdout.on("error", (error) => {
+    if (error.code !== "EPIPE") throw error;
+  });
   const result = checkRepository();
   if (argv.includes("--json")) {
     const json = {
