@@ -35,7 +35,7 @@ function installation(file: string, policy: (m: ProviderManifest) => unknown = (
 }
 
 describe("asp status", () => {
-  describe("provider health (host §8)", () => {
+  describe("H8.5 provider health (host §8)", () => {
     it("H8.5 reports per-provider health from the store without launching any provider", async () => {
       const { dir, config, repo, launchLog, launches } = installation("fake-honest-ts");
       const before = await runInProcess(["status", "--json", "--config", config], { cwd: dir });

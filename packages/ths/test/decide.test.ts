@@ -353,7 +353,7 @@ describe("decide", () => {
     });
   });
 
-  describe("the policy's host pin (host §2: an incompatible host is never allow)", () => {
+  describe("H2.6 the policy's host pin (host §2: an incompatible host is never allow)", () => {
     it.each([
       ["another implementation", { implementation: "asp.ths" }],
       ["a version range the host is outside of", { implementation: "asp-ths", version: ">=0.2.0" }],

@@ -25,7 +25,7 @@ async function evaluate(fixture: string, args: string[], callSite: CallSite) {
   }
 }
 
-describe("freshness edges (host §5: validAsOf must equal baseline, changeset digest and the read set)", () => {
+describe("H5.2 freshness edges (host §5: validAsOf must equal baseline, changeset digest and the read set)", () => {
   it.each([
     ["gate", "none"],
     ["sweep", "none"],

@@ -75,7 +75,7 @@ describe("health", () => {
       ["incomplete", "incomplete", assessment("incomplete"), 0],
       ["unsupported", "unsupported", assessment("unsupported"), 0],
       ["error", "error", assessment("error"), 1],
-    ])("host §2: an assessment with status %s is counted as %s", (_why, outcome, a, failures) => {
+    ])("H2.3 host §2: an assessment with status %s is counted as %s", (_why, outcome, a, failures) => {
       const h = new ProviderHealth(ID, 3);
       h.assessed(a, 12.5);
       const f = h.figures();
@@ -86,7 +86,7 @@ describe("health", () => {
     });
 
     it.each(FAIL_CLASSES.map((c) => [c] as const))(
-      "host §8: fail class %s counts toward quarantine only when it is a health or budget failure",
+      "H8.2 host §8: fail class %s counts toward quarantine only when it is a health or budget failure",
       (failClass) => {
         const h = new ProviderHealth(ID, 1);
         const quarantined = h.failed(failClass);

@@ -62,7 +62,7 @@ describe("the trusted base", () => {
       }
     });
 
-    it("host §5: the deny survives a new host process on the same store", async () => {
+    it("H5.5 host §5: the deny survives a new host process on the same store", async () => {
       const repo = tempRepo({ "creds.env": "KEY=ASP-SECRET\n" });
       const dir = storeDir();
       const first = await levelHost(dir);
@@ -78,7 +78,7 @@ describe("the trusted base", () => {
   });
 
   describe("when an allow happened somewhere other than the gate", () => {
-    it("host §5: an interactive allow or a sweep allow is not a trusted base: the gate measures from the empty tree", async () => {
+    it("H5.5 host §5: an interactive allow or a sweep allow is not a trusted base: the gate measures from the empty tree", async () => {
       const repo = tempRepo({ "a.ts": "ok\n", "b.ts": "fine\n" });
       const host = await levelHost(storeDir());
       try {
@@ -93,7 +93,7 @@ describe("the trusted base", () => {
       }
     });
 
-    it("host §5: one repository spelled through a symlink has one trusted base", async () => {
+    it("H5.5 host §5: one repository spelled through a symlink has one trusted base", async () => {
       const repo = tempRepo({ "a.ts": "ok\n" });
       const link = join(tmp, `link-${stores}`);
       const { symlinkSync } = await import("node:fs");
