@@ -4,7 +4,7 @@ import { AspError } from "@asp/contracts";
  * Every code `@asp/sandbox-staged-snapshot` raises. Stable public API: switch on these, never on text.
  *
  * - `ASP_STAGED_BAD_REQUEST`: the request is not the documented shape (root not an absolute
- *   folder, a path given twice, a delete with a mode, content that is not bytes ...). Nothing written.
+ *   folder, `journalDir` not absolute or inside the worktree, a path given twice, a delete with a mode, content that is not bytes ...). Nothing written.
  * - `ASP_STAGED_PATH_ESCAPE`: a path would land outside the root: absolute, `..`, a `.git`
  *   segment, or through a symlink on disk. Nothing written.
  * - `ASP_STAGED_PATH_CONFLICT`: the worktree does not have the shape the writes assume (a write

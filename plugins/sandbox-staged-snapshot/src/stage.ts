@@ -1,8 +1,8 @@
 // stage(): check, journal the intent, stage every after-state file durably, commit (the journal
 // says `committed`), publish with per-file renames, mark done, clean up.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { mkdirSync, readFileSync, realpathSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { AbortSignalLike, StageRequest, StageResult } from "@asp/contracts";
 import { StagedError } from "./errors.js";
 import { fsyncDir, lstatOrNull, removeTree, writeFileDurable } from "./fsx.js";
@@ -104,7 +104,9 @@ export function stageRequest(request: StageRequest, report: StepReporter): Stage
   const guarantee = journalDir === undefined ? "rollback_attempted" : "staged_snapshot";
   if (plan.writes.length + plan.deletes.length === 0) return { applied: true, guarantee, detail: "nothing to write" };
   if (journalDir !== undefined) {
+    assertOutsideTree(plan.root, journalDir);
     mkdirSync(journalDir, { recursive: true, mode: 0o700 });
+    assertOutsideTree(plan.root, realpathSync(journalDir));
     if (hasJournal(journalDir)) throw pending(journalDir);
   }
   if (signal?.aborted === true) return { applied: false, guarantee, detail: "aborted before staging began" };
@@ -174,6 +176,19 @@ export function stageRequest(request: StageRequest, report: StepReporter): Stage
   return journalDir === undefined
     ? { applied: true, guarantee, detail: "no journal folder: a crash while publishing could not be recovered" }
     : { applied: true, guarantee };
+}
+
+/** The journal must not be part of the tree it describes (the host's snapshot would see it). */
+function assertOutsideTree(root: string, journalDir: string): void {
+  if (typeof journalDir !== "string" || !isAbsolute(journalDir)) {
+    throw new StagedError("ASP_STAGED_BAD_REQUEST", "journalDir must be an absolute path");
+  }
+  const dir = resolve(journalDir);
+  if (dir === root || (dir.startsWith(`${root}/`) && !dir.startsWith(`${root}/.git/`))) {
+    throw new StagedError("ASP_STAGED_BAD_REQUEST", `journalDir ${dir} is inside the worktree`, {
+      data: { journalDir },
+    });
+  }
 }
 
 function pending(journalDir: string): StagedError {

@@ -43,16 +43,20 @@ function policy(capabilities: Array<"sandbox:staged_snapshot" | "sandbox:content
   };
 }
 
+function load(capabilities: Array<"sandbox:staged_snapshot" | "sandbox:content_api">) {
+  return loadPlugins({
+    dirs: [packed.dir],
+    trustRoots: readTrustRoots([pub]),
+    policy: policy(capabilities),
+    kinds: ["sandbox"],
+  });
+}
+
 const ports = { clock: { now: () => new Date(0) }, content: { read: async () => null } };
 
 describe("sandbox-staged-snapshot through plugin-host (issue 13 item 6)", () => {
   it("host §6: loaded signed and granted sandbox:staged_snapshot, its stage() answer validates as staged_snapshot and publishes B'", async () => {
-    const result = await loadPlugins({
-      dirs: [packed.dir],
-      trustRoots: readTrustRoots([pub]),
-      policy: policy(["sandbox:staged_snapshot"]),
-      kinds: ["sandbox"],
-    });
+    const result = await load(["sandbox:staged_snapshot"]);
     expect(result.refused).toEqual([]);
     expect(result.sandboxes.map((s) => s.plugin.id)).toEqual(["asp.sandbox-staged-snapshot"]);
     const child = container.createChildContainer();
@@ -71,12 +75,7 @@ describe("sandbox-staged-snapshot through plugin-host (issue 13 item 6)", () => 
   });
 
   it("host §3: is refused ASP_PLUGIN_CAPABILITY_NOT_GRANTED when the policy does not grant sandbox:staged_snapshot", async () => {
-    const result = await loadPlugins({
-      dirs: [packed.dir],
-      trustRoots: readTrustRoots([pub]),
-      policy: policy(["sandbox:content_api"]),
-      kinds: ["sandbox"],
-    });
+    const result = await load(["sandbox:content_api"]);
     expect(result.sandboxes).toEqual([]);
     expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_CAPABILITY_NOT_GRANTED"]);
   });

@@ -195,6 +195,18 @@ describe("stage", () => {
       expect(leftovers(root, journalDir)).toEqual([]);
     });
 
+    it("refuses a journal folder inside the worktree ASP_STAGED_BAD_REQUEST (the snapshot would see it)", async () => {
+      const { root, B } = await setup();
+      const writes = [{ path: "x.txt", content: text("x") }];
+      for (const journalDir of [join(root, ".asp-journal"), root, "relative/journal"]) {
+        await expect(createStagedSnapshot().stage({ root, journalDir, writes })).rejects.toThrowWithCode(
+          "ASP_STAGED_BAD_REQUEST",
+        );
+      }
+      expect(await treeId(root)).toBe(B);
+      expect(existsSync(join(root, ".asp-journal"))).toBe(false);
+    });
+
     it("refuses a relative root ASP_STAGED_BAD_REQUEST", async () => {
       await expect(createStagedSnapshot().stage({ root: "repo", writes: [] })).rejects.toThrowWithCode(
         "ASP_STAGED_BAD_REQUEST",
