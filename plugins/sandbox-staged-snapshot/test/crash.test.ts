@@ -167,7 +167,7 @@ describe("sandbox-staged-snapshot crash consistency (issue 13 item 6)", () => {
     expect(stageSteps.slice(-3)).toEqual(["journal:done", "cleanup", "journal:removed"]);
   });
 
-  it("host §6: SIGKILLed after each step in turn, recover() leaves exactly B before the commit point and exactly B' after it", async () => {
+  it("H6.7 host §6: SIGKILLed after each step in turn, recover() leaves exactly B before the commit point and exactly B' after it", async () => {
     const commit = stageSteps.indexOf("journal:committed") + 1;
     const last = stageSteps.length;
     const steps = Array.from({ length: last }, (_, i) => i + 1);
@@ -186,7 +186,7 @@ describe("sandbox-staged-snapshot crash consistency (issue 13 item 6)", () => {
     expect(results.filter((r) => r.tree === "B'")).toHaveLength(last - commit + 1);
   }, 120_000);
 
-  it(`host §6: SIGKILLed at ${RANDOM_KILLS}+ random instants, recover() leaves exactly B or B' and says which`, async () => {
+  it(`H6.7 host §6: SIGKILLed at ${RANDOM_KILLS}+ random instants, recover() leaves exactly B or B' and says which`, async () => {
     let window = Math.max(stageMs, 5);
     const landed: Array<{ outcome: string; tree: string; problems: string[] }> = [];
     let attempts = 0;
@@ -280,14 +280,14 @@ describe("sandbox-staged-snapshot crash consistency (issue 13 item 6)", () => {
       return { recoverSteps, killed: chosen.length };
     }
 
-    it("host §6: a recovery killed after each of its steps mid-publish is finished by the next one, at exactly B'", async () => {
+    it("H6.7 host §6: a recovery killed after each of its steps mid-publish is finished by the next one, at exactly B'", async () => {
       const midPublish = stageSteps.indexOf("journal:committed") + 1 + 25;
       const { recoverSteps, killed } = await killRecoveryAtEachStep(midPublish, "B'");
       expect(recoverSteps.filter((s) => s.startsWith("recover:publish:"))).toHaveLength(51);
       expect(killed).toBeGreaterThanOrEqual(15);
     }, 120_000);
 
-    it("host §6: a recovery killed after each of its steps before the commit point still ends at exactly B", async () => {
+    it("H6.7 host §6: a recovery killed after each of its steps before the commit point still ends at exactly B", async () => {
       const { recoverSteps, killed } = await killRecoveryAtEachStep(10, "B");
       expect(recoverSteps).toEqual(["recover:cleanup", "recover:journal:removed"]);
       expect(killed).toBe(2);

@@ -55,7 +55,7 @@ function load(capabilities: Array<"sandbox:staged_snapshot" | "sandbox:content_a
 const ports = { clock: { now: () => new Date(0) }, content: { read: async () => null } };
 
 describe("sandbox-staged-snapshot through plugin-host (issue 13 item 6)", () => {
-  it("host §6: loaded signed and granted sandbox:staged_snapshot, its stage() answer validates as staged_snapshot and publishes B'", async () => {
+  it("H6.7 host §6: loaded signed and granted sandbox:staged_snapshot, its stage() answer validates as staged_snapshot and publishes B'", async () => {
     const result = await load(["sandbox:staged_snapshot"]);
     expect(result.refused).toEqual([]);
     expect(result.sandboxes.map((s) => s.plugin.id)).toEqual(["asp.sandbox-staged-snapshot"]);
@@ -74,7 +74,7 @@ describe("sandbox-staged-snapshot through plugin-host (issue 13 item 6)", () => 
     expect(await treeId(root)).toBe(B2);
   });
 
-  it("host §3: is refused ASP_PLUGIN_CAPABILITY_NOT_GRANTED when the policy does not grant sandbox:staged_snapshot", async () => {
+  it("is refused ASP_PLUGIN_CAPABILITY_NOT_GRANTED when the policy does not grant sandbox:staged_snapshot", async () => {
     const result = await load(["sandbox:content_api"]);
     expect(result.sandboxes).toEqual([]);
     expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_CAPABILITY_NOT_GRANTED"]);

@@ -94,7 +94,7 @@ describe("recover", () => {
   });
 
   describe("when the journal is valid", () => {
-    it("host §6: a committed journal is rolled forward; the same journal copied and recovered again changes nothing", async () => {
+    it("H6.7 host §6: a committed journal is rolled forward; the same journal copied and recovered again changes nothing", async () => {
       const { root, journalDir, B } = await committedApply();
       const saved = join(tempDir("asp-staged-saved-"), "journal");
       cpSync(journalDir, saved, { recursive: true });

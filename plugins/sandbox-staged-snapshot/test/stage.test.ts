@@ -33,7 +33,7 @@ function leftovers(root: string, journalDir: string): string[] {
 
 describe("stage", () => {
   describe("when the writes are a valid plan", () => {
-    it("host §6: publishes exactly B', reports staged_snapshot and leaves no staging folder or journal", async () => {
+    it("H6.7 host §6: publishes exactly B', reports staged_snapshot and leaves no staging folder or journal", async () => {
       const { root, journalDir } = await setup();
       const B2 = await expectedTree(root, crashPlan());
       const result = await createStagedSnapshot().stage({ root, journalDir, writes: crashPlan() });
@@ -136,7 +136,7 @@ describe("stage", () => {
       expect(await treeId(root)).toBe(B1);
     });
 
-    it("host §6: a folder swapped for a symlink after the check is refused at publish, nothing lands outside", async () => {
+    it("H6.7 host §6: a folder swapped for a symlink after the check is refused at publish, nothing lands outside", async () => {
       const { root, journalDir } = await setup();
       const outside = tempDir("asp-staged-outside-");
       const sandbox = withHook({
@@ -215,7 +215,7 @@ describe("stage", () => {
   });
 
   describe("when something fails", () => {
-    it("host §6: before the commit point it rolls back: applied false, staged_snapshot, the worktree at B", async () => {
+    it("H6.7 host §6: before the commit point it rolls back: applied false, staged_snapshot, the worktree at B", async () => {
       const { root, journalDir, B } = await setup();
       const sandbox = withHook({
         "stage:15": () => {
@@ -238,7 +238,7 @@ describe("stage", () => {
       expect(leftovers(root, journalDir)).toEqual([]);
     });
 
-    it("host §6: after the commit point it claims nothing, keeps the journal, refuses a new stage until recover() rolls forward to B'", async () => {
+    it("H6.7 host §6: after the commit point it claims nothing, keeps the journal, refuses a new stage until recover() rolls forward to B'", async () => {
       const { root, journalDir } = await setup();
       const B2 = await expectedTree(root, crashPlan());
       const sandbox = withHook({
