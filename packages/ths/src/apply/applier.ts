@@ -330,7 +330,7 @@ export class Applier {
       let writes = hyp.value.writes;
       let after = hyp.value.after;
       if (now !== base) {
-        const rebased = await this.rebase(base, now, writes);
+        const rebased = await this.rebase(now, writes);
         if (rebased === null) {
           // host §6 step 5: the change overlaps what moved: re-propose against the new baseline, bounded.
           const code = conflict ? "ASP_APPLY_CONFLICT" : "ASP_APPLY_BASELINE_MOVED";
@@ -403,7 +403,6 @@ export class Applier {
    * the changes do not overlap. Null when a touched path moved and cannot be merged.
    */
   private async rebase(
-    base: Digest,
     now: Digest,
     writes: readonly PlannedWrite[],
   ): Promise<{ writes: PlannedWrite[]; after: Digest; merged: string[] } | null> {
