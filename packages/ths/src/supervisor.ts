@@ -412,6 +412,16 @@ export class ProviderSupervisor {
     }
   }
 
+  /** A failed request: classified, the session retired when it can no longer be trusted, counted. */
+  private callFailed(failure: CallFailure, conn: ProviderConnection, family: CapabilityFamily) {
+    const [failClass, state, detail] = this.classify(failure, conn);
+    if (state === "timed_out" || state === "malformed" || state === "cancelled") {
+      this.setState(state);
+      this.retire(conn);
+    }
+    return this.fail(failClass, detail, state, family);
+  }
+
   private scopeFor(params: unknown, kind: "blob" | "tree"): RequestScope {
     const schema = kind === "blob" ? "protocol-read-blob-params" : "protocol-read-tree-params";
     const valid = validate(schema, params);
@@ -510,14 +520,7 @@ export class ProviderSupervisor {
         signal,
       );
       this.scopes.delete(requestId);
-      if (!res.ok) {
-        const [failClass, state, detail] = this.classify(res.failure, conn);
-        if (state === "timed_out" || state === "malformed" || state === "cancelled") {
-          this.setState(state);
-          this.retire(conn);
-        }
-        return this.fail(failClass, detail, state, "check");
-      }
+      if (!res.ok) return this.callFailed(res.failure, conn, "check");
       if (scope.overBudget) {
         return this.fail(
           "incomplete",
@@ -642,12 +645,7 @@ export class ProviderSupervisor {
     const res = await conn.call<unknown>(METHODS.editPropose, { ...params, requestId, deadlineMs: left }, left, signal);
     this.scopes.delete(requestId);
     if (!res.ok) {
-      const [failClass, state, detail] = this.classify(res.failure, conn);
-      if (state === "timed_out" || state === "malformed" || state === "cancelled") {
-        this.setState(state);
-        this.retire(conn);
-      }
-      const f = this.fail(failClass, detail, state, "edit");
+      const f = this.callFailed(res.failure, conn, "edit");
       return { kind: "failed", failClass: f.failClass, detail: f.detail };
     }
     if (scope.overBudget) {
