@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { validate } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
@@ -75,6 +76,28 @@ describe("mediated apply (host §6)", () => {
         expect(kinds).toEqual(["ths.edit-proposal", "ths.apply-receipt", "ths.apply-receipt"]);
       } finally {
         await host.close();
+      }
+    });
+
+    it("host §6: a proposal stored by one host is applied by a later one on the same store", async () => {
+      const store = join(mkdtempSync(join(tmpdir(), "asp-apply-store-")), "store");
+      const repo = applyRepo();
+      const compose = async () =>
+        (await testHost({ store, policy: policyFor([]), providers: [edit], warm: false })).host;
+      const first = await compose();
+      const proposed = await first.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
+      await first.close();
+      const later = await compose();
+      try {
+        const { receipt } = await later.apply({ repo, proposalId: proposed.proposalId });
+        expect(receipt.applied).toBe(true);
+        expect(readFileSync(join(repo, "src/a.ts"), "utf8")).toBe("export const a = 2;\n");
+        const kinds = (await later.log.list({ index: { name: "proposalId", value: proposed.proposalId } })).map(
+          (f) => f.kind,
+        );
+        expect(kinds).toEqual(["ths.edit-proposal", "ths.apply-receipt"]);
+      } finally {
+        await later.close();
       }
     });
 
