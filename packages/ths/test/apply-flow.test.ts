@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { validate } from "@asp/contracts";
@@ -98,6 +98,46 @@ describe("mediated apply (host §6)", () => {
         expect(kinds).toEqual(["ths.edit-proposal", "ths.apply-receipt"]);
       } finally {
         await later.close();
+      }
+    });
+
+    it("host §6: creates a file in a new folder (the after-tree is built in the store)", async () => {
+      const host = await applyHost({ checks: false });
+      try {
+        const repo = applyRepo();
+        const p = await host.propose({
+          repo,
+          intent: { kind: "create", arguments: { path: "new/deep/c.ts", content: "c\n" } },
+        });
+        const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+        expect(receipt.applied).toBe(true);
+        expect(receipt.baselineAfter).toBe(receipt.hypotheticalAfter);
+        expect(readFileSync(join(repo, "new/deep/c.ts"), "utf8")).toBe("c\n");
+      } finally {
+        await host.close();
+      }
+    });
+
+    it("host §6: a parent swapped for a symbolic link after the proposal is never written through", async () => {
+      const host = await applyHost({ checks: false });
+      try {
+        const repo = applyRepo();
+        mkdirSync(join(repo, "sub"));
+        writeFileSync(join(repo, "sub/keep.txt"), "keep\n");
+        const p = await host.propose({
+          repo,
+          intent: { kind: "create", arguments: { path: "sub/x.ts", content: "x\n" } },
+        });
+        expect(p.rejection).toBeUndefined();
+        const outside = mkdtempSync(join(tmpdir(), "asp-outside-"));
+        rmSync(join(repo, "sub"), { recursive: true });
+        symlinkSync(outside, join(repo, "sub"));
+        const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+        expect(receipt.applied).toBe(false);
+        expect(receipt.rejection?.code).toBe("ASP_APPLY_BASELINE_MOVED");
+        expect(readdirSync(outside)).toEqual([]);
+      } finally {
+        await host.close();
       }
     });
 

@@ -72,6 +72,11 @@ export interface ApplyOptions {
   readonly proposalId: string;
   /** The call-site whose required checks run on the hypothetical after-state (default `gate`). */
   readonly callSite?: CallSite;
+  /**
+   * The repository-relative path of its candidate policy file: an edit of it is assessed under the
+   * active policy and can never authorize itself (host §7), as in `Host.evaluate`.
+   */
+  readonly candidatePolicyPath?: string;
   readonly signal?: AbortSignal;
 }
 
@@ -366,6 +371,7 @@ export class Applier {
       const evaluated = await this.deps.evaluate(callSite, {
         repo,
         hypothetical: { before: now, after },
+        ...(options.candidatePolicyPath === undefined ? {} : { candidatePolicyPath: options.candidatePolicyPath }),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
       receipt.validated(evaluated);
