@@ -43,6 +43,7 @@ export type {
   RequirementFailure,
 } from "./decide.js";
 export { DEFAULT_FAIL_TABLE, decide, failCell, failTable, nextStepFor } from "./decide.js";
+export type { ServedHost, ServeHostOptions } from "./endpoint.js";
 export { serveHost } from "./endpoint.js";
 export type { ApplyRejectionCode, ThsErrorCode } from "./errors.js";
 export { APPLY_REJECTION_CODES, THS_ERROR_CODES, ThsError } from "./errors.js";
