@@ -32,7 +32,7 @@ function propose(config: string, repo: string, args: unknown, intent = "replace"
 }
 
 describe("asp edit propose, then asp apply, on the example repository", () => {
-  it("H6 host §6: an allowed plan is applied; the receipt names both baselines and the guarantee", () => {
+  it("H6.2 H6.4 host §6: an allowed plan is applied; the receipt names both baselines and the guarantee", () => {
     const { repo, config } = exampleCopy();
     const before = readFileSync(join(repo, "src", "math.ts"), "utf8");
     const p = propose(config, repo, {
@@ -66,7 +66,7 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
     expect(again.code).not.toBe(0);
   }, 300_000);
 
-  it("H6 host §6: a plan whose after-state the gate denies is not applied, and nothing is written", () => {
+  it("H6.6 host §6: a plan whose after-state the gate denies is not applied, and nothing is written", () => {
     const { repo, config } = exampleCopy();
     const p = propose(
       config,
@@ -83,7 +83,7 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
     expect(git(repo, "status", "--porcelain")).toBe("");
   }, 300_000);
 
-  it("H6 host §6: host/applyProposal on asp serve --stdio applies on request, never on a notification", async () => {
+  it("H6.9 H6.10 host §6: host/applyProposal on asp serve --stdio applies on request, never on a notification", async () => {
     const { repo, config } = exampleCopy();
     const p = propose(config, repo, { path: "src/math.ts", oldText: "Arithmetic mean", newText: "The mean" });
     expect(p.code, p.stderr).toBe(0);

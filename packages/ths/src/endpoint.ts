@@ -13,6 +13,8 @@ export interface ServeHostOptions {
    * configuration), never chosen by the client. Without it, `host/applyProposal` is not served.
    */
   readonly repo?: string;
+  /** The repository-relative path of its candidate policy file (host §7), passed to every apply. */
+  readonly candidatePolicyPath?: string;
 }
 
 /**
@@ -31,7 +33,7 @@ export function serveHost(
   const connection = createStreamConnection(input, output);
   connection.onRequest(METHODS.hostStatus, () => host.status());
   connection.onRequest(METHODS.hostCapabilities, () => host.capabilities());
-  const { repo } = options;
+  const { repo, candidatePolicyPath } = options;
   const apply = host.apply?.bind(host);
   if (repo !== undefined && apply !== undefined) {
     // Requests on one connection are applied one after the other, in the order they arrived.
@@ -46,7 +48,14 @@ export function serveHost(
         );
       }
       const { proposalId, callSite } = valid.value;
-      const run = queue.then(() => apply({ repo, proposalId, ...(callSite === undefined ? {} : { callSite }) }));
+      const run = queue.then(() =>
+        apply({
+          repo,
+          proposalId,
+          ...(callSite === undefined ? {} : { callSite }),
+          ...(candidatePolicyPath === undefined ? {} : { candidatePolicyPath }),
+        }),
+      );
       queue = run.catch(() => undefined);
       return run.catch((error: unknown) => {
         const code = (error as { code?: unknown }).code;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { CALL_SITES, type CallSite } from "@asp/contracts";
-import { type ComposedHost, serveHost } from "@asp/ths";
+import { type ComposedHost, type HostConfig, serveHost } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -31,7 +31,7 @@ async function withHost<T>(
   verb: string,
   flags: { config?: string; wait?: string },
   repo: string,
-  fn: (host: ComposedHost) => Promise<T>,
+  fn: (host: ComposedHost, config: HostConfig) => Promise<T>,
 ): Promise<T> {
   // Threat model invariant 2: the candidate never configures the host that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
@@ -45,7 +45,7 @@ async function withHost<T>(
     throw error;
   }
   try {
-    return await fn(host);
+    return await fn(host, config);
   } finally {
     try {
       await host.close();
@@ -85,7 +85,7 @@ function intentArguments(ctx: CliContext, flags: { args?: string; argsFile?: str
 export function renderProposal(p: ProposeResult): string {
   const t = inert;
   const lines = [
-    `proposal ${t(p.proposalId)} from ${t(p.provider.id)}@${t(p.provider.version)}`,
+    `proposal ${t(p.proposalId)} from ${p.provider === null ? "no edit provider" : `${t(p.provider.id)}@${t(p.provider.version)}`}`,
     `baseline ${t(p.baseline)}`,
   ];
   if (p.rejection !== undefined && p.rejection !== null) {
@@ -109,21 +109,18 @@ export function renderApply(r: ApplyResult): string {
   const t = inert;
   const rc = r.receipt;
   const lines = [
-    `${rc.applied ? "APPLIED" : "NOT APPLIED"} proposal ${t(rc.proposalId)}  validation ${t(rc.decision)}`,
+    `${rc.applied ? "APPLIED" : "NOT APPLIED"} proposal ${t(rc.proposalId)}  validation ${rc.decision === null ? "- (no check ran)" : t(rc.decision)}`,
     `baseline before ${t(rc.baselineBefore)}`,
     `baseline after  ${rc.baselineAfter === null ? "- (nothing written)" : t(rc.baselineAfter)}`,
     `assurance ${t(rc.assuranceMode)}${rc.directWriteRisk ? " (direct-write-risk)" : ""}  transaction ${t(rc.transactionGuarantee)}`,
   ];
-  const extra = rc as typeof rc & {
-    readonly rejection?: { readonly code: string; readonly detail: string } | null;
-    readonly files?: ReadonlyArray<{ readonly path: string; readonly outcome: string }>;
-  };
-  if (extra.rejection !== undefined && extra.rejection !== null) {
-    lines.push(`rejected ${t(extra.rejection.code)}: ${t(extra.rejection.detail)}`);
-  } else if (rc.reason !== undefined) {
-    lines.push(`reason ${t(rc.reason)}`);
-  }
-  for (const f of extra.files ?? []) lines.push(`  ${t(f.outcome)} ${t(f.path)}`);
+  if (rc.sandbox !== undefined && rc.sandbox !== null)
+    lines.push(`sandbox  ${t(rc.sandbox.id)} ${t(rc.sandbox.digest)}`);
+  if (rc.mergedPaths !== undefined && rc.mergedPaths.length > 0)
+    lines.push(`merged   ${rc.mergedPaths.map(t).join(", ")} (3-way, the worktree moved under them)`);
+  if (rc.rejection !== undefined) lines.push(`rejected ${t(rc.rejection.code)}: ${t(rc.rejection.detail)}`);
+  if (rc.reason !== undefined) lines.push(`reason   ${t(rc.reason)}`);
+  for (const f of rc.files ?? []) lines.push(`  ${t(f.outcome)} ${t(f.path)}`);
   if (r.envelope !== null) lines.push("validation decision:", renderEnvelope(r.envelope));
   return lines.join("\n");
 }
@@ -131,7 +128,9 @@ export function renderApply(r: ApplyResult): string {
 /** Exit code of an apply: 0 applied, 1 the validation denied it, 2 anything else not applied. */
 function exitOfApply(r: ApplyResult): number {
   if (r.receipt.applied) return EXIT.ok;
-  return r.receipt.decision === "deny" ? EXIT.deny : EXIT.indeterminate;
+  return r.receipt.decision === "deny" || r.receipt.rejection?.code === "ASP_APPLY_DENIED"
+    ? EXIT.deny
+    : EXIT.indeterminate;
 }
 
 /**
@@ -203,8 +202,14 @@ export function registerApply(program: Command, ctx: CliContext): void {
         throw new UsageError("ASP_CLI_USAGE", `--call-site must be one of ${CALL_SITES.join(", ")}`);
       }
       const repo = repoOf(ctx, flags.repo);
-      const result = await withHost(ctx, "apply", flags, repo, (host) =>
-        host.apply({ repo, proposalId, callSite: flags.callSite as CallSite }),
+      const result = await withHost(ctx, "apply", flags, repo, (host, config) =>
+        host.apply({
+          repo,
+          proposalId,
+          callSite: flags.callSite as CallSite,
+          // host §7: an edit of the repository's own policy file never authorizes itself.
+          ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+        }),
       );
       ctx.print(renderApply(result), result);
       ctx.setExit(exitOfApply(result));
@@ -227,8 +232,11 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option("--wait <seconds>", WAIT_OPTION_HELP)
     .action(async (flags: { repo?: string; config?: string; wait?: string }) => {
       const repo = repoOf(ctx, flags.repo);
-      await withHost(ctx, "serve", flags, repo, async (host) => {
-        const connection = serveHost(host, process.stdin, process.stdout, { repo });
+      await withHost(ctx, "serve", flags, repo, async (host, config) => {
+        const connection = serveHost(host, process.stdin, process.stdout, {
+          repo,
+          ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+        });
         await new Promise<void>((done) => {
           connection.onClose(() => done());
           process.stdin.once("end", () => done());
