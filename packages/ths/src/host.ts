@@ -18,12 +18,13 @@ import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure
 import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
+import { type LaunchRecord, ProviderLauncher } from "./launcher.js";
 import { candidatePolicyFailures } from "./policy-change.js";
 import {
+  achievedAssurance,
   authorityEvidence,
   initializedGrants,
   requiredRequirements,
-  SUBPROCESS_ISOLATION,
   verifiedGrants,
 } from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
@@ -87,6 +88,8 @@ export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: str
 @injectable()
 export class Host {
   private readonly supervisors: ProviderSupervisor[];
+  /** Launches every provider through the granted sandbox (host §3). */
+  private readonly launcher: ProviderLauncher;
   private closed = false;
   /** Recent durations from "providers answered" to "receipt durable" (ms), newest last. */
   private readonly tails: number[] = [];
@@ -110,15 +113,37 @@ export class Host {
     /** Where apply journals live (beside the store); `dir: null` for an in-memory store. */
     @inject(THS_TOKENS.ApplyJournalDir) readonly applyJournalDir: { readonly dir: string | null },
   ) {
+    // The store folder is what its journal folder sits beside (`<store>.journal`); null in memory.
+    const journal = applyJournalDir.dir;
+    this.launcher = new ProviderLauncher(
+      sandboxes.sandboxes,
+      journal?.endsWith(".journal") === true ? journal.slice(0, -".journal".length) : null,
+    );
     this.supervisors = providerSet.providers.map(
       // host §8: each supervisor restores its provider's stored health before its first launch.
-      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env, log),
+      (p) =>
+        new ProviderSupervisor(
+          p,
+          budgets,
+          timings,
+          info,
+          initializedGrants(policy, p.manifest),
+          env,
+          log,
+          this.launcher,
+        ),
     );
   }
 
-  /** Launch and initialize every provider now, in parallel (failures are recorded, not thrown). */
+  /**
+   * Launch and initialize now, in parallel, every provider whose trusted manifest declares
+   * `check` (failures are recorded, not thrown). Edit- and inspect-only providers are launched
+   * when first used: a process that is never asked anything is never started.
+   */
   async warm(timeoutMs = 10_000): Promise<void> {
-    await Promise.all(this.supervisors.map((s) => s.warm(timeoutMs)));
+    await Promise.all(
+      this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check")).map((s) => s.warm(timeoutMs)),
+    );
   }
 
   /** `asp check`: the interactive call-site (one whole-host time ceiling). */
@@ -155,6 +180,8 @@ export class Host {
     const timeout = this.budgets.timeoutMs[callSite];
     const interactiveDeadline = started + timeout - this.tailReserve(timeout);
     const repo = resolve(options.repo ?? process.cwd());
+    // A provider launched from now on never sees this repository (deny list of the sandbox).
+    this.launcher.denyRepository(repo);
     const progress = options.onProgress ?? (() => {});
     const policy = this.policy;
     const binding: Binding = await this.freshness.issue(repo, {
@@ -189,80 +216,84 @@ export class Host {
     // inspect-only provider is not a check source, so it neither runs nor degrades check coverage.
     const checkers = this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check"));
     const evaluations = await Promise.all(
-      checkers.map(async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome }> => {
-        const m = sup.provider.manifest;
-        const grants = verifiedGrants(policy, m, callSite);
-        progress({ phase: "provider-start", provider: m.id });
-        let outcome: AssessOutcome;
-        // host §2: never launched from the mutable candidate repository: executable, arguments that
-        // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
-        const inside = manifestLocationsInside(repo, m);
-        if (inside.length > 0) {
-          outcome = {
-            kind: "failed",
-            failClass: "unavailable",
-            detail:
-              `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
-                0,
-                1900,
-              ),
-            state: "unavailable",
-            declaredSources: [],
-          };
-        } else {
-          const deadlineAt = callSite === "interactive" ? interactiveDeadline : performance.now() + timeout;
-          outcome = await sup.assess(
-            {
-              callSite,
-              baseline: binding.baseline,
-              changeset: wireChangeset,
-              requirements: grants.map((g) => g.requirement),
+      checkers.map(
+        async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome; launch: LaunchRecord | null }> => {
+          const m = sup.provider.manifest;
+          const grants = verifiedGrants(policy, m, callSite);
+          progress({ phase: "provider-start", provider: m.id });
+          let outcome: AssessOutcome;
+          // host §2: never launched from the mutable candidate repository: executable, arguments that
+          // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
+          const inside = manifestLocationsInside(repo, m);
+          if (inside.length > 0) {
+            outcome = {
+              kind: "failed",
+              failClass: "unavailable",
+              detail:
+                `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
+                  0,
+                  1900,
+                ),
+              state: "unavailable",
+              declaredSources: [],
+            };
+          } else {
+            const deadlineAt = callSite === "interactive" ? interactiveDeadline : performance.now() + timeout;
+            outcome = await sup.assess(
+              {
+                callSite,
+                baseline: binding.baseline,
+                changeset: wireChangeset,
+                requirements: grants.map((g) => g.requirement),
+              },
+              view,
+              deadlineAt,
+              options.signal,
+            );
+          }
+          progress({
+            phase: "provider-done",
+            provider: m.id,
+            ok: outcome.kind === "ok",
+            detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
+          });
+          // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
+          // configured provider's root digest equal to its pin), never taken from the initialize reply.
+          // A launch refused because the root no longer measures as pinned fails the axis too.
+          // host §3: how the provider's process was really launched; nothing ran if it never was.
+          const launch = sup.launched;
+          const measured =
+            outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
+              ? "failed"
+              : sup.provider.integrityVerified
+                ? "verified"
+                : sup.provider.origin === "config" && m.root !== undefined
+                  ? "failed"
+                  : "unverified";
+          return {
+            outcome,
+            eval: {
+              provider: { id: m.id, version: m.version, digest: m.digest },
+              capability: "check",
+              state: outcome.kind === "ok" ? sup.state : outcome.state,
+              declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
+              grants,
+              authority: authorityEvidence(policy, m, callSite, {
+                identity: measured,
+                integrity: measured,
+                isolated: launch?.mode === "isolated",
+              }),
+              outcome:
+                outcome.kind === "ok"
+                  ? { kind: "ok", assessment: outcome.assessment }
+                  : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
+              directWrite: launch?.directWrite ?? false,
+              isolation: launch?.mode ?? "advisory",
             },
-            view,
-            deadlineAt,
-            options.signal,
-          );
-        }
-        progress({
-          phase: "provider-done",
-          provider: m.id,
-          ok: outcome.kind === "ok",
-          detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
-        });
-        // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
-        // configured provider's root digest equal to its pin), never taken from the initialize reply.
-        // A launch refused because the root no longer measures as pinned fails the axis too.
-        const measured =
-          outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
-            ? "failed"
-            : sup.provider.integrityVerified
-              ? "verified"
-              : sup.provider.origin === "config" && m.root !== undefined
-                ? "failed"
-                : "unverified";
-        return {
-          outcome,
-          eval: {
-            provider: { id: m.id, version: m.version, digest: m.digest },
-            capability: "check",
-            state: outcome.kind === "ok" ? sup.state : outcome.state,
-            declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
-            grants,
-            authority: authorityEvidence(policy, m, callSite, {
-              identity: measured,
-              integrity: measured,
-              isolated: false,
-            }),
-            outcome:
-              outcome.kind === "ok"
-                ? { kind: "ok", assessment: outcome.assessment }
-                : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
-            // host §3: a local subprocess can write the real worktree, and nothing confines it.
-            directWrite: true,
-            isolation: SUBPROCESS_ISOLATION,
-          },
-        };
-      }),
+            launch,
+          };
+        },
+      ),
     );
 
     // Providers refused before supervision (e.g. by plugin-host) still count as offered, each
@@ -313,6 +344,10 @@ export class Host {
 
     progress({ phase: "deciding" });
     const providers = [...evaluations.map((e) => e.eval), ...refused];
+    // host §3: every process this host has launched (granted or not, this call-site's or not: an
+    // unconfined one can write the worktree or the store, or leave a child that does) bounds the
+    // assurance of this decision.
+    const launches = this.supervisors.flatMap((s) => (s.launched === null ? [] : [{ id: s.id, record: s.launched }]));
     const decisionId = this.ids.next("decision");
     const receiptId = this.ids.next("receipt");
     const { envelope: decided, failOpens } = decide({
@@ -324,13 +359,22 @@ export class Host {
       changeset: cs?.digest ?? null,
       required,
       providers,
-      assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
+      assurance: achievedAssurance(launches.map((l) => l.record)),
       requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures, ...worktreeFailures],
       decisionId,
       decidedAt: this.clock.now().toISOString(),
     });
     const envelope: DecisionEnvelope = {
       ...decided,
+      assurance: {
+        ...decided.assurance,
+        providers: [
+          ...launches.map(({ id, record }) => providerAssurance(id, record)),
+          ...evaluations
+            .filter((e) => e.launch === null)
+            .map((e) => providerAssurance(e.eval.provider.id, null, e.outcome)),
+        ],
+      },
       receipt: { id: receiptId, location: `asp-store:${this.storeId}/receipts/${receiptId}` },
     };
     const receipt = buildReceipt(envelope, {
@@ -418,4 +462,31 @@ export class Host {
     this.closed = true;
     await Promise.all(this.supervisors.map((s) => s.close()));
   }
+}
+
+/** One provider's line of `assurance.providers[]`: how its process was launched, or why it never was. */
+function providerAssurance(
+  id: string,
+  record: LaunchRecord | null,
+  outcome?: AssessOutcome,
+): NonNullable<DecisionEnvelope["assurance"]["providers"]>[number] {
+  if (record === null) {
+    const why = outcome?.kind === "failed" ? `${outcome.failClass}: ${outcome.detail}` : "never launched";
+    return {
+      provider: id,
+      mode: "advisory",
+      mechanism: "not launched",
+      sandbox: null,
+      directWrite: false,
+      reason: `not launched (${why})`.slice(0, 2000),
+    };
+  }
+  return {
+    provider: id,
+    mode: record.mode,
+    mechanism: record.mechanism.slice(0, 500),
+    sandbox: record.sandbox === null ? null : { id: record.sandbox.id, digest: record.sandbox.digest },
+    directWrite: record.directWrite,
+    ...(record.reason === undefined ? {} : { reason: record.reason.slice(0, 2000) }),
+  };
 }
