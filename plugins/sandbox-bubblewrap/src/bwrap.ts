@@ -42,6 +42,8 @@ export type ProbeResult =
 export interface BubblewrapHost {
   /** The host process's PATH (where `bwrap` is searched first). */
   readonly path: string | undefined;
+  /** Where `bwrap` is looked for when the PATH has none ({@link DEFAULT_BWRAP}). */
+  readonly fallback: string;
   /** The node binary the host runs on (used for the probe). */
   readonly execPath: string;
   /** Try `bwrap` once: can it create the namespaces a launch needs? */
@@ -50,7 +52,7 @@ export interface BubblewrapHost {
 
 /** The real host: `process.env.PATH`, `process.execPath`, and a `spawnSync` probe. */
 export function realHost(): BubblewrapHost {
-  return { path: process.env.PATH, execPath: process.execPath, probe: probeBwrap };
+  return { path: process.env.PATH, fallback: DEFAULT_BWRAP, execPath: process.execPath, probe: probeBwrap };
 }
 
 const isExecutableFile = (path: string): boolean => {
@@ -65,15 +67,15 @@ const isExecutableFile = (path: string): boolean => {
 /**
  * The absolute path of `bwrap`: the first executable `bwrap` in the PATH's absolute entries
  * (a relative entry would resolve against whatever folder the host runs in), else
- * {@link DEFAULT_BWRAP}; null when there is none.
+ * `fallback` ({@link DEFAULT_BWRAP}); null when there is none.
  */
-export function findBwrap(path: string | undefined): string | null {
+export function findBwrap(path: string | undefined, fallback: string = DEFAULT_BWRAP): string | null {
   for (const dir of (path ?? "").split(delimiter)) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, "bwrap");
     if (isExecutableFile(candidate)) return candidate;
   }
-  return isExecutableFile(DEFAULT_BWRAP) ? DEFAULT_BWRAP : null;
+  return isAbsolute(fallback) && isExecutableFile(fallback) ? fallback : null;
 }
 
 const firstLine = (text: string): string => text.trim().split("\n")[0]?.slice(0, 300) ?? "";
@@ -232,8 +234,8 @@ export function confine(
     directWrite: true,
     reason: reason.slice(0, 2000),
   });
-  const bwrap = findBwrap(host.path);
-  if (bwrap === null) return unconfined(`bwrap not found on the host's PATH nor at ${DEFAULT_BWRAP}`);
+  const bwrap = findBwrap(host.path, host.fallback);
+  if (bwrap === null) return unconfined(`bwrap not found on the host's PATH nor at ${host.fallback}`);
   let probe = probes.get(bwrap);
   if (probe === undefined) {
     probe = host.probe(bwrap, host.execPath);
