@@ -225,20 +225,30 @@ describe("providers launched without a sandbox plugin", () => {
   }
 });
 
+/** A host over `provider` whose only sandbox is `sandbox` (in place of the verified plugins). */
+function hostWith(
+  sandbox: Sandbox,
+  provider: ProviderManifest,
+  options: { store?: string; warm?: boolean } = {},
+): Promise<ComposedHost> {
+  return composeHost({
+    store: options.store ?? "memory:",
+    policy: policyFor([provider]),
+    providers: [provider],
+    clock: fakeClock,
+    failOpenSink: { log() {} },
+    warm: options.warm ?? true,
+    register: (c) => c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [sandbox] } }),
+  });
+}
+
 describe("the launch path", () => {
   it("host §3: a sandbox whose launch throws leaves a plain subprocess reported advisory, with its error code", async () => {
     const provider = manifest("fake-honest-secrets", { source: "secrets" });
     const throwing: Sandbox = fakeSandbox("acme.sandbox-broken", "a", async () => {
       throw new PluginError("ASP_PLUGIN_BAD_OUTPUT", "the launch result does not validate");
     });
-    const h = await composeHost({
-      store: "memory:",
-      policy: policyFor([provider]),
-      providers: [provider],
-      clock: fakeClock,
-      failOpenSink: { log() {} },
-      register: (c) => c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [throwing] } }),
-    });
+    const h = await hostWith(throwing, provider);
     try {
       const { envelope } = await h.gate({ repo: tempRepo() });
       expect(modeOf(envelope, provider.id)).toMatchObject({ mode: "advisory", directWrite: true, sandbox: null });
@@ -261,14 +271,7 @@ describe("the launch path", () => {
       directWrite: true,
       reason: "bwrap not found on the host's PATH nor at /usr/bin/bwrap",
     }));
-    const h = await composeHost({
-      store: "memory:",
-      policy: policyFor([provider]),
-      providers: [provider],
-      clock: fakeClock,
-      failOpenSink: { log() {} },
-      register: (c) => c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [advisory] } }),
-    });
+    const h = await hostWith(advisory, provider);
     try {
       const { envelope } = await h.gate({ repo: tempRepo() });
       expect(modeOf(envelope, provider.id)).toEqual({
@@ -295,15 +298,7 @@ describe("the launch path", () => {
     });
     const store = join(fresh("store"), "store");
     const repo = tempRepo();
-    const h = await composeHost({
-      store,
-      policy: policyFor([provider]),
-      providers: [provider],
-      clock: fakeClock,
-      failOpenSink: { log() {} },
-      warm: false,
-      register: (c) => c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [recording] } }),
-    });
+    const h = await hostWith(recording, provider, { store, warm: false });
     try {
       await h.gate({ repo });
       expect(seen).toHaveLength(1);
