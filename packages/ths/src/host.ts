@@ -77,6 +77,13 @@ export interface EvaluateResult {
   readonly failOpens: readonly FailOpen[];
 }
 
+/** One check provider's evaluation: what decide sees, what it answered, and how its process was launched. */
+interface Evaluated {
+  readonly eval: ProviderEvaluation;
+  readonly outcome: AssessOutcome;
+  readonly launch: LaunchRecord | null;
+}
+
 /** `host/capabilities`: per capability family, the providers offering it and their state. */
 export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: string; readonly state: ProviderState }>>;
 
@@ -216,84 +223,82 @@ export class Host {
     // inspect-only provider is not a check source, so it neither runs nor degrades check coverage.
     const checkers = this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check"));
     const evaluations = await Promise.all(
-      checkers.map(
-        async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome; launch: LaunchRecord | null }> => {
-          const m = sup.provider.manifest;
-          const grants = verifiedGrants(policy, m, callSite);
-          progress({ phase: "provider-start", provider: m.id });
-          let outcome: AssessOutcome;
-          // host §2: never launched from the mutable candidate repository: executable, arguments that
-          // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
-          const inside = manifestLocationsInside(repo, m);
-          if (inside.length > 0) {
-            outcome = {
-              kind: "failed",
-              failClass: "unavailable",
-              detail:
-                `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
-                  0,
-                  1900,
-                ),
-              state: "unavailable",
-              declaredSources: [],
-            };
-          } else {
-            const deadlineAt = callSite === "interactive" ? interactiveDeadline : performance.now() + timeout;
-            outcome = await sup.assess(
-              {
-                callSite,
-                baseline: binding.baseline,
-                changeset: wireChangeset,
-                requirements: grants.map((g) => g.requirement),
-              },
-              view,
-              deadlineAt,
-              options.signal,
-            );
-          }
-          progress({
-            phase: "provider-done",
-            provider: m.id,
-            ok: outcome.kind === "ok",
-            detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
-          });
-          // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
-          // configured provider's root digest equal to its pin), never taken from the initialize reply.
-          // A launch refused because the root no longer measures as pinned fails the axis too.
-          // host §3: how the provider's process was really launched; nothing ran if it never was.
-          const launch = sup.launched;
-          const measured =
-            outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
-              ? "failed"
-              : sup.provider.integrityVerified
-                ? "verified"
-                : sup.provider.origin === "config" && m.root !== undefined
-                  ? "failed"
-                  : "unverified";
-          return {
-            outcome,
-            eval: {
-              provider: { id: m.id, version: m.version, digest: m.digest },
-              capability: "check",
-              state: outcome.kind === "ok" ? sup.state : outcome.state,
-              declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
-              grants,
-              authority: authorityEvidence(policy, m, callSite, {
-                identity: measured,
-                integrity: measured,
-                isolated: launch?.mode === "isolated",
-              }),
-              outcome:
-                outcome.kind === "ok"
-                  ? { kind: "ok", assessment: outcome.assessment }
-                  : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
-              directWrite: launch?.directWrite ?? false,
-              isolation: launch?.mode ?? "advisory",
-            },
-            launch,
+      checkers.map(async (sup): Promise<Evaluated> => {
+        const m = sup.provider.manifest;
+        const grants = verifiedGrants(policy, m, callSite);
+        progress({ phase: "provider-start", provider: m.id });
+        let outcome: AssessOutcome;
+        // host §2: never launched from the mutable candidate repository: executable, arguments that
+        // name files, and cwd, after resolving symlinks (a folder named `..x` inside is inside).
+        const inside = manifestLocationsInside(repo, m);
+        if (inside.length > 0) {
+          outcome = {
+            kind: "failed",
+            failClass: "unavailable",
+            detail:
+              `launch refused: ${inside.map((l) => `${l.field} ${l.path}`).join(", ")} inside the candidate repository`.slice(
+                0,
+                1900,
+              ),
+            state: "unavailable",
+            declaredSources: [],
           };
-        },
-      ),
+        } else {
+          const deadlineAt = callSite === "interactive" ? interactiveDeadline : performance.now() + timeout;
+          outcome = await sup.assess(
+            {
+              callSite,
+              baseline: binding.baseline,
+              changeset: wireChangeset,
+              requirements: grants.map((g) => g.requirement),
+            },
+            view,
+            deadlineAt,
+            options.signal,
+          );
+        }
+        progress({
+          phase: "provider-done",
+          provider: m.id,
+          ok: outcome.kind === "ok",
+          detail: outcome.kind === "ok" ? outcome.assessment.status : `${outcome.failClass}: ${outcome.detail}`,
+        });
+        // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
+        // configured provider's root digest equal to its pin), never taken from the initialize reply.
+        // A launch refused because the root no longer measures as pinned fails the axis too.
+        // host §3: how the provider's process was really launched; nothing ran if it never was.
+        const launch = sup.launched;
+        const measured =
+          outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
+            ? "failed"
+            : sup.provider.integrityVerified
+              ? "verified"
+              : sup.provider.origin === "config" && m.root !== undefined
+                ? "failed"
+                : "unverified";
+        return {
+          outcome,
+          eval: {
+            provider: { id: m.id, version: m.version, digest: m.digest },
+            capability: "check",
+            state: outcome.kind === "ok" ? sup.state : outcome.state,
+            declaredSources: outcome.declaredSources.length > 0 ? outcome.declaredSources : m.diagnosticSources,
+            grants,
+            authority: authorityEvidence(policy, m, callSite, {
+              identity: measured,
+              integrity: measured,
+              isolated: launch?.mode === "isolated",
+            }),
+            outcome:
+              outcome.kind === "ok"
+                ? { kind: "ok", assessment: outcome.assessment }
+                : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
+            directWrite: launch?.directWrite ?? false,
+            isolation: launch?.mode ?? "advisory",
+          },
+          launch,
+        };
+      }),
     );
 
     // Providers refused before supervision (e.g. by plugin-host) still count as offered, each
