@@ -99,7 +99,7 @@ describe("asp config show", () => {
       expect(report.budgets.wall_time_s.active).toBe(true);
     });
 
-    it("maps the legacy review:auto boolean to review_only", async () => {
+    it("AM.select.4 maps the legacy review:auto boolean to review_only", async () => {
       const r = await run(["config", "show", "--legacy-review-auto", "true", "--root-frame", "f9", "--json"]);
       const report = JSON.parse(r.stdout);
       expect(report.selection).toMatchObject({
@@ -109,7 +109,7 @@ describe("asp config show", () => {
       });
     });
 
-    it("forces everything off for an imported session", async () => {
+    it("AM.select.1 forces everything off for an imported session", async () => {
       const cwd = workdir({ "frame.json": { preset: "on" } });
       const r = await run(["config", "show", "--frame", "frame.json", "--imported", "--json"], {}, cwd);
       expect(JSON.parse(r.stdout).selection).toMatchObject({ source: "imported_quarantine", preset: { value: "off" } });

@@ -17,7 +17,7 @@ function repoWith(files: Record<string, string>): string {
 
 describe("asp gate / check / sweep", () => {
   describe("the example repository (no providers installed yet)", () => {
-    it("is an honest indeterminate naming the missing requirements (exit 2), and the envelope validates", async () => {
+    it("H1.9 H1b.1 is an honest indeterminate naming the missing requirements (exit 2), and the envelope validates", async () => {
       const dir = mkdtempSync(join(tmpdir(), "asp-cli-example-"));
       const config = join(dir, "asp.host.json");
       writeFileSync(config, JSON.stringify({ store: "store", policy: join(REPO_ROOT, "examples/asp.policy.json") }));
@@ -48,7 +48,7 @@ describe("asp gate / check / sweep", () => {
     const honest = manifest("fake-honest-ts", "ts");
     const crashing = manifest("fake-crash-mid", "lint");
 
-    it("denies (exit 1) on a gating finding, prints the nextStep, and the receipts verify", async () => {
+    it("H1b.2 denies (exit 1) on a gating finding, prints the nextStep, and the receipts verify", async () => {
       const { dir, config } = hostConfig([honest]);
       const repo = repoWith({ "a.ts": "let x = 1; // ASP-TS-ERROR\n" });
       const human = await runInProcess(["gate", "--config", config, "--repo", repo], { cwd: dir });
@@ -75,7 +75,7 @@ describe("asp gate / check / sweep", () => {
       expect(missing.code).toBe(EXIT.usage);
     });
 
-    it("a receipt that does not match its envelope fails `receipts verify` with exit 3, never the deny code", async () => {
+    it("H1b.11 a receipt that does not match its envelope fails `receipts verify` with exit 3, never the deny code", async () => {
       const { dir, config } = hostConfig([honest]);
       const gate = await runInProcess(["gate", "--json", "--config", config, "--repo", repoWith({ "a.ts": "ok\n" })], {
         cwd: dir,

@@ -85,7 +85,7 @@ describe("asp plugin", () => {
       expect(human.stdout).toContain("REFUSED");
     });
 
-    it("host §1: exits 1 with ASP_PLUGIN_SYMLINK for a signed folder holding a symlink, even one that stays inside", async () => {
+    it("H1.3 host §1: exits 1 with ASP_PLUGIN_SYMLINK for a signed folder holding a symlink, even one that stays inside", async () => {
       const { dir, plugin } = workspace();
       symlinkSync("main.mjs", join(plugin, "alias.mjs"));
       await runInProcess(["plugin", "keygen", "--out", "team"], { cwd: dir });

@@ -148,7 +148,7 @@ describe("asp policy diff", () => {
   };
 
   describe("when the candidate self-authorizes", () => {
-    it("lists each attempt and exits 1", async () => {
+    it("H7.3 lists each attempt and exits 1", async () => {
       const cwd = workdir({ "base.json": example(), "cand.json": selfAuthorizing });
       const r = await runInProcess(["policy", "diff", "base.json", "cand.json"], { cwd });
       expect(r.code).toBe(EXIT.deny);

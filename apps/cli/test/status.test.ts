@@ -35,8 +35,8 @@ function installation(file: string, policy: (m: ProviderManifest) => unknown = (
 }
 
 describe("asp status", () => {
-  describe("provider health (host §8)", () => {
-    it("reports per-provider health from the store without launching any provider", async () => {
+  describe("H8.5 provider health (host §8)", () => {
+    it("H8.5 reports per-provider health from the store without launching any provider", async () => {
       const { dir, config, repo, launchLog, launches } = installation("fake-honest-ts");
       const before = await runInProcess(["status", "--json", "--config", config], { cwd: dir });
       expect(before.code).toBe(EXIT.ok);
@@ -63,7 +63,7 @@ describe("asp status", () => {
       expect(launches()).toBe(1);
     });
 
-    it("host §8: `asp gate` run three times against an erroring provider quarantines it, and status shows it", async () => {
+    it("H8.2 host §8: `asp gate` run three times against an erroring provider quarantines it, and status shows it", async () => {
       const { dir, config, repo, launches } = installation("fake-error");
       for (let run = 1; run <= 3; run++) {
         // Each run is its own process: only the store carries health from one to the next.

@@ -9,7 +9,7 @@ import { runBinary } from "./helpers.js";
 // persistent store, `asp gate` (no --base) said DENY, then ALLOW on the same command. The
 // trusted base only moves on an allow at the gate, so the deny holds until the key is gone.
 describe("asp gate without --base on a persistent store", () => {
-  it("host §5 / invariant 1: denies on every run until the key is removed, then allows on every run", () => {
+  it("H5.5 host §5 / invariant 1: denies on every run until the key is removed, then allows on every run", () => {
     const { repo, config } = exampleCopy();
     writeFileSync(join(repo, "src", "upload.ts"), `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`);
     git(repo, "add", "-A");

@@ -85,7 +85,7 @@ describe("trusted host configuration", () => {
       },
     );
 
-    it("threat model invariant 2: --config repo/asp.host.json is refused with ASP_THS_UNTRUSTED_LOCATION before it is read", async () => {
+    it("H2a.2 threat model invariant 2: --config repo/asp.host.json is refused with ASP_THS_UNTRUSTED_LOCATION before it is read", async () => {
       const { repo } = attack();
       for (const argv of [
         ["gate", "--config", "asp.host.json"],
@@ -141,7 +141,7 @@ describe("trusted host configuration", () => {
       ]);
     });
 
-    it("host §2: a provider executable inside the repository is refused", async () => {
+    it("H2a.4 host §2: a provider executable inside the repository is refused", async () => {
       const { repo, trusted } = attack();
       const provider = launch({ id: "evil", executable: join(repo, "evil.mjs"), args: [], cwd: trusted });
       const r = await refusal(["gate", "--config", trustedConfig(trusted, { providers: [provider] })], repo);
@@ -151,7 +151,7 @@ describe("trusted host configuration", () => {
       ]);
     });
 
-    it("host §2: a provider argument naming a file inside the repository is refused, and nothing is launched", async () => {
+    it("H2a.4 host §2: a provider argument naming a file inside the repository is refused, and nothing is launched", async () => {
       const { repo, trusted } = attack();
       const provider = launch({
         id: "node-evil",

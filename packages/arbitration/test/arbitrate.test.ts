@@ -17,14 +17,14 @@ const clean = (): ProviderRun[] => [assessed(TSC, ["ts"]), assessed(SECRETS, ["s
 
 describe("arbitrate", () => {
   describe("when every required source is covered by an authorized provider", () => {
-    it("reports full coverage and allows when nothing blocks", () => {
+    it("H1.6 reports full coverage and allows when nothing blocks", () => {
       const r = gate(clean());
       expect(r.coverage).toEqual({ required: ["secrets", "types"], ran: ["secrets", "types"], degraded: [] });
       expect(r.policyDigest).toBe(POLICY.digest);
       expect(provisionalDecision(r)).toEqual({ decision: "allow", reasons: [] });
     });
 
-    it("keeps an authorized provider's error as a gating, blocking finding", () => {
+    it("H1b.3 keeps an authorized provider's error as a gating, blocking finding", () => {
       const d = diag("ts", "error");
       const r = gate([assessed(TSC, ["ts"], [d]), assessed(SECRETS, ["secrets"])]);
       const types = r.requirements.find((x) => x.requirement === "types");
@@ -44,7 +44,7 @@ describe("arbitrate", () => {
 
   // host §4 source ownership: drop or relabel, never silently.
   describe("when a diagnostic is not namespaced under a declared source", () => {
-    it("drops it and returns a typed event", () => {
+    it("H4.4 drops it and returns a typed event", () => {
       const foreign = diag("secrets", "error");
       const mismatched = { ...diag("ts", "error"), source: "tsx" };
       const r = gate([assessed(TSC, ["ts"], [foreign, mismatched]), assessed(SECRETS, ["secrets"])]);
@@ -64,7 +64,7 @@ describe("arbitrate", () => {
   });
 
   describe("when one provider reports a fingerprint twice in one source", () => {
-    it("keeps the most severe copy and reports the duplicate", () => {
+    it("H4.1 keeps the most severe copy and reports the duplicate", () => {
       const warn = diag("ts", "warning", "same");
       const err = diag("ts", "error", "same");
       for (const order of [
@@ -83,7 +83,7 @@ describe("arbitrate", () => {
   // host §4: a fingerprint is authoritative only within its diagnosticSource; cross-server
   // fingerprint equality must not affect the gate decision.
   describe("when different providers report equal fingerprints", () => {
-    it("keeps them apart and the decision does not depend on the equality", () => {
+    it("H4.1 keeps them apart and the decision does not depend on the equality", () => {
       const mine = diag("ts", "error", "shared");
       const withShared = gate([
         assessed(TSC, ["ts"], [mine]),
@@ -106,7 +106,7 @@ describe("arbitrate", () => {
 
   // host §4 precedence per requirement by authority grant.
   describe("when an unauthorized provider reports on a required source", () => {
-    it("makes its findings advisory, capped by the policy, never blocking", () => {
+    it("H1b.3 H4.2 makes its findings advisory, capped by the policy, never blocking", () => {
       const loud = diag("ts", "error");
       const r = gate([assessed(TSC, ["ts"]), assessed(ROGUE, ["ts"], [loud]), assessed(SECRETS, ["secrets"])]);
       expect(r.requirements.find((x) => x.requirement === "types")?.authorized).toEqual([
@@ -124,7 +124,7 @@ describe("arbitrate", () => {
       expect(provisionalDecision(r).decision).toBe("allow");
     });
 
-    it("a provider granted at another call-site is unauthorized here", () => {
+    it("H1.3 H4.2 a provider granted at another call-site is unauthorized here", () => {
       const r = gate([assessed(TSC, ["ts"]), assessed(TSGO, ["ts"], [diag("ts", "error")])], "interactive");
       expect(r.advisory).toHaveLength(1);
       expect(r.requirements[0]?.authorized.map((p) => p.id)).toEqual([TSC.id]);
@@ -132,7 +132,7 @@ describe("arbitrate", () => {
   });
 
   describe("when two authorized providers on a required source disagree", () => {
-    it("surfaces both and marks a tie, which makes the gate indeterminate", () => {
+    it("H4.2 surfaces both and marks a tie, which makes the gate indeterminate", () => {
       const d = diag("ts", "error");
       const r = gate([assessed(TSC, ["ts"], [d]), assessed(TSGO, ["ts"], []), assessed(SECRETS, ["secrets"])]);
       expect(r.ties).toEqual([
@@ -156,7 +156,7 @@ describe("arbitrate", () => {
       });
     });
 
-    it("no tie when they agree: both block means deny, both clean means allow", () => {
+    it("H1.8 no tie when they agree: both block means deny, both clean means allow", () => {
       const both = gate([
         assessed(TSC, ["ts"], [diag("ts")]),
         assessed(TSGO, ["ts"], [diag("ts")]),
@@ -170,7 +170,7 @@ describe("arbitrate", () => {
   });
 
   describe("when required coverage is missing or degraded", () => {
-    it("names a source no provider declared as missing", () => {
+    it("H4.5 names a source no provider declared as missing", () => {
       const r = gate([assessed(TSC, ["ts"])]);
       expect(r.coverage.ran).toEqual(["types"]);
       expect(r.coverage.degraded).toEqual([
@@ -179,7 +179,7 @@ describe("arbitrate", () => {
       expect(provisionalDecision(r).decision).toBe("indeterminate");
     });
 
-    it("names a source only unauthorized providers declared as missing-authority", () => {
+    it("H4.5 names a source only unauthorized providers declared as missing-authority", () => {
       const r = gate([assessed(TSC, ["ts"]), assessed(ROGUE, ["secrets"])]);
       expect(r.coverage.degraded).toEqual([
         expect.objectContaining({ requirement: "secrets", reason: "missing-authority" }),
@@ -247,14 +247,14 @@ describe("arbitrate", () => {
       expect(provisionalDecision(r).decision).toBe("deny"); // malformed at the gate is deny
     });
 
-    it("reports an optional provider's failure without a requirement, and it does not block", () => {
+    it("H2.7 reports an optional provider's failure without a requirement, and it does not block", () => {
       const r = gate([...clean(), failed(LINT, ["eslint"], "crashed")]);
       expect(r.coverage.degraded).toEqual([expect.objectContaining({ provider: LINT.id, reason: "crashed" })]);
       expect(r.coverage.degraded[0]?.requirement).toBeUndefined();
       expect(provisionalDecision(r).decision).toBe("allow");
     });
 
-    it("lets a fail-open interactive failure allow, but visibly", () => {
+    it("H2.4 lets a fail-open interactive failure allow, but visibly", () => {
       const r = gate([failed(TSC, ["ts"], "timed_out")], "interactive");
       expect(r.coverage.degraded).toEqual([expect.objectContaining({ failOpen: true, reason: "timed-out" })]);
       expect(provisionalDecision(r).decision).toBe("allow");
@@ -279,7 +279,7 @@ describe("arbitrate", () => {
       expect(() => gate(runs as ProviderRun[])).toThrowWithCode(code);
     });
 
-    it("throws for an unknown call-site and for a raw policy document", () => {
+    it("H2.2 throws for an unknown call-site and for a raw policy document", () => {
       expect(() => arbitrate({ policy: POLICY, callSite: "ci" as CallSite, runs: [] })).toThrowWithCode(
         "ASP_ARBITRATION_INVALID_INPUT",
       );
@@ -404,7 +404,7 @@ describe("arbitrate properties (fast-check)", () => {
     );
   });
 
-  it("never reports a gate fail-open for required coverage, and every degraded entry is contract-shaped", () => {
+  it("H2.8 never reports a gate fail-open for required coverage, and every degraded entry is contract-shaped", () => {
     fc.assert(
       fc.property(worldArb, (runs) => {
         const r = gate(runs);

@@ -26,7 +26,7 @@ function plan(
 const replace = (oldText: string, newText = "x", path = "src/a.ts"): Op => ({ op: "replace", path, oldText, newText });
 
 // host §4, §6: two edit proposals touching overlapping blobs must not both apply.
-describe("findEditConflicts", () => {
+describe("H4.3 findEditConflicts", () => {
   describe("when two plans replace text in the same file", () => {
     it("reports overlapping ranges", () => {
       const r = findEditConflicts([plan("p1", [replace("a = 1")]), plan("p2", [replace("const a")])], { read });

@@ -9,7 +9,7 @@ const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
 const policyText = /```json\n([\s\S]*?)```/.exec(readme)?.[1] as string;
 
 describe("README worked example", () => {
-  it("produces the tie, the advisory finding, the drop, the coverage and the decision it describes", () => {
+  it("H4.2 produces the tie, the advisory finding, the drop, the coverage and the decision it describes", () => {
     const policy = parsePolicy(policyText);
     const [tsc, tsgo, lint] = policy.document.providers as Array<{ id: string; version: string; digest: string }>;
     if (!tsc || !tsgo || !lint) throw new Error("the README policy pins three providers");

@@ -122,6 +122,7 @@ export {
   PluginVerifyResponseSchema,
 } from "./schemas/plugin.js";
 export type {
+  ApplyProposalParams,
   AssessParams,
   InitializedParams,
   InitializeParams,
@@ -135,6 +136,7 @@ export type {
   ReadTreeResult,
 } from "./schemas/protocol.js";
 export {
+  ApplyProposalParamsSchema,
   AssessParamsSchema,
   InitializedParamsSchema,
   InitializeParamsSchema,

@@ -178,6 +178,11 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
     "edit/propose params",
     "An edit intent against a baseline; the answer is an EditPlan.",
   ),
+  "protocol-apply-proposal-params": def(
+    P.ApplyProposalParamsSchema,
+    "host/applyProposal params",
+    "The explicit apply intent for one recorded proposal; the repository is the serving host's.",
+  ),
   "plugin-verify-response": def(
     G.PluginVerifyResponseSchema,
     "Verifier plugin answer",
@@ -249,6 +254,7 @@ export interface SchemaTypes {
   "protocol-inspect-params": P.InspectParams;
   "protocol-inspect-result": P.InspectResult;
   "protocol-propose-params": P.ProposeParams;
+  "protocol-apply-proposal-params": P.ApplyProposalParams;
   "plugin-verify-response": G.PluginVerifyResponse;
   "plugin-stage-result": G.PluginStageResult;
   "plugin-launch-result": G.PluginLaunchResult;

@@ -42,7 +42,7 @@ const SPELLINGS: ReadonlyArray<readonly [string, (name: string) => string]> = [
 
 describe("findHostOwnedFields", () => {
   describe("when a provider hides a host-owned field", () => {
-    it("finds a decision nested at /diagnostics/3/data (host §1)", () => {
+    it("H1.2 finds a decision nested at /diagnostics/3/data (host §1)", () => {
       const diagnostics = [0, 1, 2, 3].map((i) => ({ ...VALID.diagnostic, fingerprint: `f${i}` }));
       const response = {
         ...VALID.assessment,
@@ -99,7 +99,7 @@ describe("findHostOwnedFields", () => {
   });
 });
 
-describe("hostOwnedFieldOf (host §1: matched after folding case, separators and spelling)", () => {
+describe("H1.2 hostOwnedFieldOf (host §1: matched after folding case, separators and spelling)", () => {
   describe.each(HOST_OWNED_FIELDS.map((f) => [f] as const))("%s", (field: HostOwnedField) => {
     it.each(SPELLINGS)("spelled %s", (_how, spell) => {
       const key = spell(field);
@@ -208,7 +208,7 @@ describe("validateAssessment / validateEditPlan", () => {
     expect(validateAssessment(VALID.assessment).ok).toBe(true);
     expect(validateEditPlan(VALID["edit-plan"]).ok).toBe(true);
   });
-  it("treat a host-owned field as malformed even where the schema allows free-form data (host §1)", () => {
+  it("H1.2 treat a host-owned field as malformed even where the schema allows free-form data (host §1)", () => {
     const sneaky = {
       ...VALID.assessment,
       diagnostics: [{ ...VALID.diagnostic, data: { nested: { verdict: "allow" } } }],
@@ -221,7 +221,7 @@ describe("validateAssessment / validateEditPlan", () => {
         message: "host-owned field verdict is not allowed in a provider response",
       });
   });
-  it("reject a provider-claimed transaction guarantee on an edit plan (host §6)", () => {
+  it("H6.5 reject a provider-claimed transaction guarantee on an edit plan (host §6)", () => {
     const result = validateEditPlan({ ...VALID["edit-plan"], transactionGuarantee: "staged_snapshot" });
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors.map((e) => e.pointer)).toEqual(["/transactionGuarantee"]);

@@ -16,7 +16,7 @@ import {
 } from "../src/index.js";
 
 describe("closed vocabularies", () => {
-  it("every fail class maps to exactly one degradation reason, and back", () => {
+  it("H2.8 every fail class maps to exactly one degradation reason, and back", () => {
     const mapped = FAIL_CLASSES.map(degradationReasonOf);
     expect(new Set(mapped).size).toBe(FAIL_CLASSES.length);
     expect([...mapped].sort()).toEqual([...DEGRADATION_REASONS].sort());
@@ -33,12 +33,12 @@ describe("closed vocabularies", () => {
     expect(AUTO_EVENT_TYPES).toHaveLength(7);
   });
 
-  it("has each stage numbered in order", () => {
+  it("AM.rollout.1 has each stage numbered in order", () => {
     for (const [i, flag] of STAGE_FLAGS.entries()) expect(flag.startsWith(`stage${i + 1}_`)).toBe(true);
   });
 
   it.each(SUBJECT_KINDS.flatMap((k) => SUBJECT_ENTITY_KINDS.map((e) => [k, e] as const)))(
-    "subject pairing %s + %s is valid only for the two contract pairings",
+    "AM.api.3 subject pairing %s + %s is valid only for the two contract pairings",
     (kind, entity) => {
       const expected =
         (kind === "result_review" && entity === "candidate_evidence_snapshot") ||
@@ -47,7 +47,7 @@ describe("closed vocabularies", () => {
     },
   );
 
-  it("every event schema's type constant is one of the seven event types", () => {
+  it("AM.api.2 every event schema's type constant is one of the seven event types", () => {
     const types = SCHEMA_NAMES.filter((n) => n.startsWith("event-")).map(
       (n) => (schemaDocument(n).properties as { type: { const: string } }).type.const,
     );

@@ -100,7 +100,7 @@ async function lane(
 
 describe("FactLog crash consistency", () => {
   describe("when an appending process is killed with SIGKILL at random moments", () => {
-    it(`keeps a verifying chain holding every acknowledged append, over ${KILLS} kills`, {
+    it(`H1b.11 keeps a verifying chain holding every acknowledged append, over ${KILLS} kills`, {
       timeout: 240_000,
     }, async () => {
       const entry = ensureBuilt();

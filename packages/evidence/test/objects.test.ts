@@ -43,7 +43,7 @@ async function put(store: Store, files: Record<string, [TreeEntry["mode"], strin
 
 describe("blobDigest", () => {
   describe("when given bytes", () => {
-    it("is sha256 over exactly those bytes (no header)", () => {
+    it("H5.4 is sha256 over exactly those bytes (no header)", () => {
       expect(blobDigest(new Uint8Array())).toBe(
         "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
       );
@@ -53,7 +53,7 @@ describe("blobDigest", () => {
 
 describe("encodeTree", () => {
   describe("when given entries in any order", () => {
-    it("sorts them, so the id does not depend on input order", () => {
+    it("H5.4 sorts them, so the id does not depend on input order", () => {
       const entries: TreeEntry[] = [
         { name: "b", mode: "100644", digest: b("1") },
         { name: "a", mode: "100755", digest: b("2") },

@@ -37,7 +37,7 @@ const run = (m: { executable: string; args: readonly string[]; cwd: string }) =>
 
 describe("the plugin cache", () => {
   describe("when a plugin is loaded", () => {
-    it("host §1: the provider launches from <cacheDir>/<digest>, a read-only copy of exactly the verified bytes", async () => {
+    it("H1.3 host §1: the provider launches from <cacheDir>/<digest>, a read-only copy of exactly the verified bytes", async () => {
       const cacheDir = tempDir("asp-cache-");
       const { dir, p } = await loadOne(cacheDir);
       expect(p.cached).toBe(join(cacheDir, p.evidence.digest.replace(":", "-")));
@@ -51,7 +51,7 @@ describe("the plugin cache", () => {
       removePluginCache(cacheDir);
     });
 
-    it("host §1: the original folder changed after verification changes nothing that runs", async () => {
+    it("H1.3 host §1: the original folder changed after verification changes nothing that runs", async () => {
       const { dir, p } = await loadOne(tempDir("asp-cache-"));
       writeFileSync(join(dir, "main.mjs"), 'process.stdout.write("{\\"attacker\\":true}");\n');
       expect(JSON.parse(run(p.manifest).stdout)).toEqual({ cwd: p.cached, argv: [join(p.cached, "main.mjs")] });
@@ -66,7 +66,7 @@ describe("the plugin cache", () => {
       expect(again.providers.map((x) => x.cached)).toEqual([p.cached]);
     });
 
-    it("host §1: an entry written to by someone else is never trusted by its name: it is replaced", async () => {
+    it("H1.3 host §1: an entry written to by someone else is never trusted by its name: it is replaced", async () => {
       const cacheDir = tempDir("asp-cache-");
       const { p, load } = await loadOne(cacheDir);
       chmodSync(p.cached, 0o755);
@@ -80,7 +80,7 @@ describe("the plugin cache", () => {
   });
 
   describe("when the cache entry is a link to a folder with the same bytes", () => {
-    it("host §1: it is replaced by a real copy (a linked folder can change after it is hashed)", async () => {
+    it("H1.3 host §1: it is replaced by a real copy (a linked folder can change after it is hashed)", async () => {
       const cacheDir = tempDir("asp-cache-");
       const { p, load } = await loadOne(cacheDir);
       const elsewhere = join(tempDir("asp-elsewhere-"), "copy");

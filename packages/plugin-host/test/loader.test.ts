@@ -291,7 +291,7 @@ describe("loadPlugins", () => {
       await refusedWith(dir, "ASP_PLUGIN_SYMLINK_ESCAPE", { roots, policy });
     });
 
-    it("host §1: refuses a symlink even when it stays inside the folder and was signed (ASP_PLUGIN_SYMLINK)", async () => {
+    it("H1.3 host §1: refuses a symlink even when it stays inside the folder and was signed (ASP_PLUGIN_SYMLINK)", async () => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
       symlinkSync("util.mjs", join(dir, "lib", "alias.mjs"));
@@ -308,7 +308,7 @@ describe("loadPlugins", () => {
         (path: string) =>
           execFileSync("python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", path]),
       ],
-    ])("host §1: refuses a signed folder that holds %s (ASP_PLUGIN_SPECIAL_FILE)", async (_what, make) => {
+    ])("H1.3 host §1: refuses a signed folder that holds %s (ASP_PLUGIN_SPECIAL_FILE)", async (_what, make) => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
       const signed = signPlugin(dir, key);

@@ -26,7 +26,7 @@ vi.mock("../src/digest.js", async (importOriginal) => {
 
 describe("loadPlugins", () => {
   describe("when the manifest is rewritten right after the folder was hashed", () => {
-    it("host §1: the manifest in force is the one that was hashed, never the rewritten one", async () => {
+    it("H1.3 host §1: the manifest in force is the one that was hashed, never the rewritten one", async () => {
       const { key, roots } = makeKey();
       const dir = makePlugin("provider");
       signPlugin(dir, key);

@@ -172,7 +172,7 @@ describe("in-process plugin ports (issue 12 item 4)", () => {
       ],
       ["a guarantee outside the vocabulary", ["sandbox:staged_snapshot"], { applied: true, guarantee: "isolated" }],
       ["an extra field", ["sandbox:staged_snapshot"], { applied: true, guarantee: "none", verdict: "allow" }],
-    ])("host §6: a sandbox reporting %s is rejected ASP_PLUGIN_BAD_OUTPUT", async (_why, caps, answer) => {
+    ])("H6.7 host §6: a sandbox reporting %s is rejected ASP_PLUGIN_BAD_OUTPUT", async (_why, caps, answer) => {
       const id = `sandbox-bad-${Math.random().toString(36).slice(2, 8)}`;
       const { key, roots } = makeKey();
       const dir = makePlugin("sandbox", { id, capabilities: caps as PluginKindCaps });

@@ -32,7 +32,7 @@ const EVIDENCE_ONLY: ReadonlyArray<readonly [string, Partial<ProviderClaim>]> = 
 
 describe("authorityFor", () => {
   describe("when the provider has an exact pinned grant", () => {
-    it("returns the grant for each granted call-site only", () => {
+    it("H1.3 returns the grant for each granted call-site only", () => {
       expect(authorityFor(policy, TS, "types", "gate")).toEqual({
         provider: TS,
         requirement: "types",
@@ -43,7 +43,7 @@ describe("authorityFor", () => {
       expect(authorityFor(policy, TS, "secrets", "gate")).toBeNull();
     });
 
-    it("still grants with labels attached: labels are ignored, not held against it", () => {
+    it("H1a.2 still grants with labels attached: labels are ignored, not held against it", () => {
       expect(authorityFor(policy, { ...TS, labels: ["community"] }, "types", "gate")).not.toBeNull();
     });
   });
@@ -67,19 +67,19 @@ describe("authorityFor", () => {
       ),
     );
 
-    it.each(cases)("%s on %s never grants %s authority for %s", (_why, _who, site, requirement, claim) => {
+    it.each(cases)("H1.4 H1a.2 %s on %s never grants %s authority for %s", (_why, _who, site, requirement, claim) => {
       expect(authorityFor(policy, claim, requirement, site)).toBeNull();
     });
   });
 
   describe("when the pin exists but the grant does not", () => {
-    it("pinning alone grants nothing", () => {
+    it("H1.3 pinning alone grants nothing", () => {
       const doc = basePolicy();
       doc.grants = [];
       expect(authorityFor(parsePolicy(doc), TS, "types", "gate")).toBeNull();
     });
 
-    it("a forged grant without a matching pin grants nothing", () => {
+    it("H1.3 a forged grant without a matching pin grants nothing", () => {
       const doc = basePolicy();
       const forged = { ...policy, document: { ...doc, providers: [] } } as unknown as ActivePolicy;
       expect(authorityFor(forged, TS, "types", "gate")).toBeNull();

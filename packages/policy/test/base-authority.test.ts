@@ -46,7 +46,7 @@ describe("applyFloor", () => {
       expect(byId.types).toEqual(basePolicy().requirements[0]);
     });
 
-    it("takes the stricter fail-policy cell and the stronger assurance", () => {
+    it("H7.1 takes the stricter fail-policy cell and the stronger assurance", () => {
       expect(failPolicyCell(merged, "crashed", "gate", { requiredSource: true })).toBe("deny");
       expect(failPolicyCell(merged, "crashed", "interactive", { requiredSource: true })).toBe("indeterminate");
       expect(failPolicyCell(merged, "timed_out", "gate", { requiredSource: true })).toBe("deny"); // base deny beats floor indeterminate
@@ -99,7 +99,7 @@ describe("createBasePolicyAuthority", () => {
   const base = parsePolicy(basePolicy());
 
   describe("when the changeset carries a valid candidate", () => {
-    it("reports it pending, decides with the base, and lists self-authorization against base + floor", () => {
+    it("H7.1 H7.2 reports it pending, decides with the base, and lists self-authorization against base + floor", () => {
       const authority = createBasePolicyAuthority({ base, floor: parsePolicy(floorDoc()) });
       const candidate = policyWith((p) => {
         p.assurance = { interactive: "advisory", gate: "gated", sweep: "gated" }; // below the floor's mediated-write

@@ -194,7 +194,7 @@ describe("assessPolicyChange", () => {
     expect(new Set(ATTEMPTS.map(([kind]) => kind))).toEqual(new Set(SELF_AUTHORIZATION_KINDS));
   });
 
-  describe("when the candidate self-authorizes", () => {
+  describe("H7.3 when the candidate self-authorizes", () => {
     it.each(ATTEMPTS)("%s: %s", (kind, _why, edit, pointer) => {
       const r = assessPolicyChange(base, candidate(edit));
       expect(r.status).toBe("pending");

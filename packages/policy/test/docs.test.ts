@@ -57,7 +57,7 @@ describe("docs/policy.md", () => {
   });
 
   describe("when listing the built-in fail-policy table", () => {
-    it.each(FAIL_CLASSES)("has the row of %s as DEFAULT_FAIL_POLICY says", (c) => {
+    it.each(FAIL_CLASSES)("H10.1 has the row of %s as DEFAULT_FAIL_POLICY says", (c) => {
       const row = DEFAULT_FAIL_POLICY[c];
       expect(guide).toContain(`| \`${c}\` | ${row.interactive} | ${row.gate} | ${row.sweep} |`);
     });

@@ -46,7 +46,7 @@ const CELLS = EXPECTED.flatMap(([failClass, interactive, gate, sweep]) =>
 const noOverrides = parsePolicy(policyWith((p) => delete p.failPolicy));
 
 describe("failPolicyCell", () => {
-  it("the built-in table covers every fail class × call-site", () => {
+  it("H10.1 the built-in table covers every fail class × call-site", () => {
     expect(EXPECTED.map(([c]) => c)).toEqual([...FAIL_CLASSES]);
     expect(CELLS).toHaveLength(FAIL_CLASSES.length * CALL_SITES.length);
   });
@@ -59,13 +59,13 @@ describe("failPolicyCell", () => {
     });
 
     // host §2: these conditions at a gate produce indeterminate or deny, never allow.
-    it.each(FAIL_CLASSES)("%s never opens a gate", (failClass) => {
+    it.each(FAIL_CLASSES)("H2.6 %s never opens a gate", (failClass) => {
       expect(DEFAULT_FAIL_POLICY[failClass].gate).not.toBe("open");
     });
   });
 
   describe("when the policy overrides cells", () => {
-    it.each(CELLS)("%s at %s takes the policy's value", (failClass, site) => {
+    it.each(CELLS)("H2.1 %s at %s takes the policy's value", (failClass, site) => {
       for (const outcome of ["open", "indeterminate", "deny"] as const) {
         if (site === "gate" && outcome === "open") continue; // rejected by parsePolicy
         const policy = parsePolicy(policyWith((p) => (p.failPolicy = { [failClass]: { [site]: outcome } })));
@@ -102,7 +102,7 @@ describe("failPolicyCell", () => {
       );
     });
 
-    it("never returns open for a gate on a required source (fast-check over garbage tables)", () => {
+    it("H2.6 never returns open for a gate on a required source (fast-check over garbage tables)", () => {
       const garbage = fc.oneof(
         fc.jsonValue(),
         fc.dictionary(
@@ -126,7 +126,7 @@ describe("failPolicyCell", () => {
   });
 
   describe("when the fail class or call-site is unknown", () => {
-    it("throws ASP_POLICY_UNKNOWN_VALUE rather than guessing", () => {
+    it("H2.2 throws ASP_POLICY_UNKNOWN_VALUE rather than guessing", () => {
       expect(() => failPolicyCell(null, "flaky" as FailClass, "gate", { requiredSource: true })).toThrowWithCode(
         "ASP_POLICY_UNKNOWN_VALUE",
       );

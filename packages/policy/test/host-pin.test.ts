@@ -9,7 +9,7 @@ const withHost = (host: Policy["host"]): Policy => {
   return host === undefined ? rest : { ...rest, host };
 };
 
-describe("hostPinMismatch (host §2: an incompatible host is never allow)", () => {
+describe("H2.6 hostPinMismatch (host §2: an incompatible host is never allow)", () => {
   describe("when the running host matches", () => {
     it.each([
       ["no host block", undefined],

@@ -42,7 +42,7 @@ describe("parsePolicy", () => {
       expect(isActivePolicy(parsePolicy(basePolicy()))).toBe(true);
     });
 
-    it("reports policyDigest as the evidence digest of the canonical document (host §1)", () => {
+    it("H1b.8 reports policyDigest as the evidence digest of the canonical document (host §1)", () => {
       const policy = parsePolicy(JSON.stringify(basePolicy(), null, 2));
       expect(policy.digest).toBe(digest(basePolicy()));
       expect(policy.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -307,7 +307,7 @@ describe("parsePolicy", () => {
       ["an environment assignment in the fence", "/permissions/credentialFence/0", "HOME=/tmp"],
     ];
 
-    it.each(cases)("rejects %s with ASP_POLICY_LAUNCH_INSTRUCTION at its pointer", (_why, pointer, value) => {
+    it.each(cases)("H2a.2 rejects %s with ASP_POLICY_LAUNCH_INSTRUCTION at its pointer", (_why, pointer, value) => {
       const found = problems(mutated(pointer, value));
       expect(found[0]).toMatchObject({ code: "ASP_POLICY_LAUNCH_INSTRUCTION", pointer });
       // the launch problem is reported once, not again as an unknown field under it

@@ -35,7 +35,7 @@ describe("classifyAction", () => {
   });
 
   describe("when several rules match", () => {
-    it("the most restrictive outcome wins, whatever the rule order", () => {
+    it("AM.invariants.6 the most restrictive outcome wins, whatever the rule order", () => {
       const rules = [
         { tool: "*", outcome: "allow" as const },
         { tool: "write_file", path: "**/*.lock", outcome: "deny" as const },
@@ -79,7 +79,7 @@ describe("classifyAction", () => {
       "APP/.ENV",
       "/home/u/.ssh/known_hosts",
     ];
-    it.each(fenced)("promotes allow to ask for %s", (path) => {
+    it.each(fenced)("AM.stage7.2 AM.terminals.8 promotes allow to ask for %s", (path) => {
       const r = classifyAction(allowAll, { tool: "read_file", path });
       expect(r).toMatchObject({ outcome: "ask", fenced: true });
       expect(r.fence).not.toBeNull();
@@ -94,7 +94,7 @@ describe("classifyAction", () => {
       expect(classifyAction(allowAll, { tool: "read_file", path }).outcome).toBe("allow");
     });
 
-    it("never relaxes a deny or an ask", () => {
+    it("AM.stage7.2 never relaxes a deny or an ask", () => {
       expect(classifyAction(policy, { tool: "shell", path: ".env" }).outcome).toBe("deny");
       expect(classifyAction(policy, { tool: "write_file", path: "src/.env" })).toMatchObject({
         outcome: "ask",

@@ -57,7 +57,7 @@ describe("effectiveSeverity", () => {
       ],
     ];
     it.each(cases)(
-      "caps %s and explains it in severityNote",
+      "H1.5 H1b.4 caps %s and explains it in severityNote",
       (_why, severity, authority, isolation, expected, capIndex) => {
         const r = effectiveSeverity({ severity }, authority, isolation, policy);
         expect(r.severity).toBe(expected);
@@ -72,7 +72,7 @@ describe("effectiveSeverity", () => {
     });
   });
 
-  it("never raises a severity and notes exactly the changes (fast-check)", () => {
+  it("H1.5 H1b.4 never raises a severity and notes exactly the changes (fast-check)", () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...SEVERITIES),

@@ -29,7 +29,7 @@ function repository(): { dir: string; mainCommit: string } {
 
 describe("createGitPolicySource", () => {
   describe("when reading the base revision of a real repository", () => {
-    it("reads the policy of main, not the checked-out candidate, pinned to the exact commit", async () => {
+    it("H7.1 reads the policy of main, not the checked-out candidate, pinned to the exact commit", async () => {
       const { dir, mainCommit } = repository();
       const policy = await loadPolicy(
         createGitPolicySource({ repository: dir, revision: "main", path: "asp.policy.json" }),

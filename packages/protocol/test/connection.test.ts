@@ -20,13 +20,13 @@ function launch(args: string[], maxBytes: number, faults: StreamFault[] = []): P
 }
 
 describe("ProviderConnection", () => {
-  it("host §2: passes argv as given, never through a shell", async () => {
+  it("H2a.3 host §2: passes argv as given, never through a shell", async () => {
     const args = ["$(touch /tmp/asp-pwned)", "a b", "; echo hi", "`id`"];
     const r = await launch(args, 1024).call<string[]>("argv", null, 10_000);
     expect(r.ok && r.value).toEqual(args);
   });
 
-  describe("when an answer is over the bound by its framed size (host §8)", () => {
+  describe("H8.4 when an answer is over the bound by its framed size (host §8)", () => {
     it("fails the call as oversize, reports the fault and the framed size, and stays in sync", async () => {
       const faults: StreamFault[] = [];
       const conn = launch([], 1024, faults);
@@ -39,7 +39,7 @@ describe("ProviderConnection", () => {
     });
   });
 
-  it("host §2: a request written to a provider that was just killed fails as exited, never as the provider's error answer", async () => {
+  it("H2.3 host §2: a request written to a provider that was just killed fails as exited, never as the provider's error answer", async () => {
     const conn = launch([], 1024);
     expect((await conn.call<string[]>("argv", null, 10_000)).ok).toBe(true);
     const pid = (conn as unknown as { child: { pid: number } }).child.pid;

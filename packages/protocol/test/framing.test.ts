@@ -23,7 +23,7 @@ describe("FrameGuard", () => {
     expect(r.violations).toEqual([]);
   });
 
-  it("skips an oversize body unparsed, reports its size, and keeps the stream in sync (host §8)", async () => {
+  it("H8.4 skips an oversize body unparsed, reports its size, and keeps the stream in sync (host §8)", async () => {
     const big = "x".repeat(100);
     const r = run(50, [Buffer.from(frame(big) + frame('{"ok":true}'))]);
     await new Promise((r) => setImmediate(r));

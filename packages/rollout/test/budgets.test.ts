@@ -36,12 +36,12 @@ const tighter = (limit: BudgetLimit, ceiling: number): number =>
 const looser = (limit: BudgetLimit, ceiling: number): number => (limit === "extra_token_multiplier" ? 2 : ceiling + 1);
 
 describe("BUDGET_TABLE", () => {
-  it("has all thirteen limits of the contract", () => {
+  it("AM.budgets.1 has all thirteen limits of the contract", () => {
     expect(CONTRACT_TABLE.map(([l]) => l)).toEqual([...BUDGET_LIMITS]);
   });
 
   // contract "Frozen bounded budgets": exact environment variable names and default ceilings.
-  it.each(CONTRACT_TABLE)("%s defaults to %d and is read from %s", (limit, ceiling, env) => {
+  it.each(CONTRACT_TABLE)("AM.budgets.1 %s defaults to %d and is read from %s", (limit, ceiling, env) => {
     expect(BUDGET_TABLE[limit]).toMatchObject({ limit, ceiling, env });
     expect(DEFAULT_BUDGETS[limit]).toBe(ceiling);
   });
@@ -92,7 +92,7 @@ describe("resolveConfiguration budgets", () => {
     });
 
     // contract: a deployment default may tighten the monotonic limits but cannot loosen them.
-    it("refuses a looser value from the environment", () => {
+    it("AM.budgets.2 refuses a looser value from the environment", () => {
       expect(() => resolveConfiguration({ env: { [env]: String(looser(limit, ceiling)) } })).toThrowWithCode(
         "ASP_ROLLOUT_BUDGET_LOOSENED",
       );
@@ -113,7 +113,7 @@ describe("resolveConfiguration budgets", () => {
     });
 
     // contract: project/frame policy may tighten but cannot loosen.
-    it("lets a project tighten the deployment value and refuses a frame that loosens the project's", () => {
+    it("AM.budgets.2 lets a project tighten the deployment value and refuses a frame that loosens the project's", () => {
       const t = tighter(limit, ceiling);
       const lower = limit === "extra_token_multiplier" ? 1 : Math.max(1, t - 1);
       const ok = resolveConfiguration({
@@ -132,7 +132,7 @@ describe("resolveConfiguration budgets", () => {
   });
 
   describe("when the layers disagree", () => {
-    it("applies deployment file, environment, project, frame in that order, each only tightening", () => {
+    it("AM.budgets.2 applies deployment file, environment, project, frame in that order, each only tightening", () => {
       const r = resolveConfiguration({
         deployment: { budgets: { wall_time_s: 800 } },
         env: { OPENAI4S_AUTO_WALL_TIME_S: "700" },
@@ -173,7 +173,7 @@ describe("resolveConfiguration budgets", () => {
     });
   });
 
-  describe("when the Guardian window size is set", () => {
+  describe("AM.budgets.3 when the Guardian window size is set", () => {
     // contract: the rolling circuit window stays fixed at 50.
     it("accepts exactly 50", () => {
       const r = resolveConfiguration({ env: { OPENAI4S_AUTO_GUARDIAN_WINDOW_SIZE: "50" } });
@@ -232,7 +232,7 @@ describe("BudgetMeter", () => {
 
   describe("when every owning stage is off", () => {
     // contract: a component consumes its budget only when that component's rollout stage is enabled.
-    it.each(CONSUMABLE.map((l) => [l]))("%s records nothing and never refuses", (limit) => {
+    it.each(CONSUMABLE.map((l) => [l]))("AM.budgets.4 %s records nothing and never refuses", (limit) => {
       const others = STAGE_FLAGS.filter((s) => !BUDGET_TABLE[limit].owners.includes(s));
       const meter = createBudgetMeter({
         budgets: DEFAULT_BUDGETS,
@@ -249,7 +249,7 @@ describe("BudgetMeter", () => {
   });
 
   describe("when an owning stage is on", () => {
-    it.each(CONSUMABLE.map((l) => [l]))("%s admits up to its ceiling and then refuses", (limit) => {
+    it.each(CONSUMABLE.map((l) => [l]))("AM.budgets.5 %s admits up to its ceiling and then refuses", (limit) => {
       const [owner] = BUDGET_TABLE[limit].owners;
       if (owner === undefined) throw new Error("no owner");
       const meter = createBudgetMeter({
@@ -283,7 +283,7 @@ describe("BudgetMeter", () => {
 
   describe("when restored from persisted counters", () => {
     // contract: no limit silently replenishes itself on reopen.
-    it("keeps the consumed count", () => {
+    it("AM.budgets.6 keeps the consumed count", () => {
       const flags = createStageFlags(["stage5_auto_repair"]);
       const first = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags });
       first.admit("max_repair_rounds");
@@ -294,7 +294,7 @@ describe("BudgetMeter", () => {
   });
 
   describe("when consuming tokens", () => {
-    it("measures extra tokens against multiplier x initial turn tokens", () => {
+    it("AM.budgets.1 measures extra tokens against multiplier x initial turn tokens", () => {
       const meter = createBudgetMeter({
         budgets: { ...DEFAULT_BUDGETS, extra_token_multiplier: 1.5 },
         flags: createStageFlags(["stage4_review_completion_gate"]),

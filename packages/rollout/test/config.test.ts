@@ -14,7 +14,7 @@ function thrown(fn: () => unknown): { code: string; data: Record<string, unknown
 
 describe("parseAutoModeConfig", () => {
   describe("when the configuration is valid", () => {
-    it("parses every key and keeps absent keys absent", () => {
+    it("AM.modes.1 parses every key and keeps absent keys absent", () => {
       const parsed = parseAutoModeConfig(
         {
           preset: "off",
@@ -47,7 +47,7 @@ describe("parseAutoModeConfig", () => {
     });
   });
 
-  describe("when any value is rejected", () => {
+  describe("AM.modes.3 when any value is rejected", () => {
     // contract "Product modes": unknown boolean spellings and unknown enum values reject configuration;
     // an explicitly empty value also rejects rather than meaning off.
     const rows: ReadonlyArray<readonly [string, ConfigScope, unknown, string, string]> = [
@@ -177,7 +177,7 @@ describe("parseAutoModeConfig", () => {
   });
 
   describe("when every stage flag and budget is stated", () => {
-    it("accepts all twelve flags and all thirteen limits at their ceilings", () => {
+    it("AM.budgets.1 accepts all twelve flags and all thirteen limits at their ceilings", () => {
       const parsed = parseAutoModeConfig(
         {
           stages: Object.fromEntries(STAGE_FLAGS.map((f) => [f, false])),

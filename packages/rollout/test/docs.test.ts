@@ -9,7 +9,7 @@ const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
 const errors = readFileSync(new URL("../src/errors.ts", import.meta.url), "utf8");
 const codes = [...errors.matchAll(/"(ASP_ROLLOUT_[A-Z_]+)"/g)].map((m) => m[1] as string);
 
-describe("docs/configuration.md", () => {
+describe("AM.rollout.4 docs/configuration.md", () => {
   describe("when listing stage flags", () => {
     it.each(STAGE_FLAGS.map((f) => [f, STAGE_ENV_VARS[f]]))("has a row for %s with %s", (flag, env) => {
       expect(guide).toMatch(new RegExp(`\\| \`${flag}\` \\| \`${env}\` \\| off \\|`));

@@ -10,7 +10,7 @@ import {
 
 describe("STAGE_ENV_VARS", () => {
   it.each(STAGE_FLAGS.map((flag, i) => [flag, i + 1] as const))(
-    "names %s OPENAI4S_STAGE%d_<NAME> (stages.md)",
+    "AM.rollout.3 names %s OPENAI4S_STAGE%d_<NAME> (stages.md)",
     (flag, n) => {
       const name = flag.replace(/^stage\d+_/, "").toUpperCase();
       expect(STAGE_ENV_VARS[flag]).toBe(`OPENAI4S_STAGE${n}_${name}`);
@@ -20,7 +20,7 @@ describe("STAGE_ENV_VARS", () => {
 
 describe("resolveStageFlags", () => {
   describe("when nothing is configured", () => {
-    it("leaves all twelve flags off, from the built-in default", () => {
+    it("AM.rollout.1 leaves all twelve flags off, from the built-in default", () => {
       const flags = resolveStageFlags();
       for (const flag of STAGE_FLAGS) {
         expect(flags.isEnabled(flag)).toBe(false);
@@ -32,7 +32,7 @@ describe("resolveStageFlags", () => {
 
   describe("when exactly one flag is turned on by its variable", () => {
     // contract: each stage is an independent opt-in; enabling a later stage never implies an earlier one.
-    it.each(STAGE_FLAGS.map((f) => [f]))("%s alone enables exactly that one stage", (flag) => {
+    it.each(STAGE_FLAGS.map((f) => [f]))("AM.rollout.2 %s alone enables exactly that one stage", (flag) => {
       const flags = resolveStageFlags({ env: { [STAGE_ENV_VARS[flag]]: "1" } });
       for (const other of STAGE_FLAGS) expect(flags.isEnabled(other)).toBe(other === flag);
       expect(flags.enabled()).toEqual([flag]);
@@ -41,7 +41,7 @@ describe("resolveStageFlags", () => {
   });
 
   describe("when exactly one flag is turned on by deployment configuration", () => {
-    it.each(STAGE_FLAGS.map((f) => [f]))("%s alone enables exactly that one stage", (flag) => {
+    it.each(STAGE_FLAGS.map((f) => [f]))("AM.rollout.2 %s alone enables exactly that one stage", (flag) => {
       const flags = resolveStageFlags({ deployment: { [flag]: true }, deploymentOrigin: "deploy.json" });
       expect(flags.enabled()).toEqual([flag]);
       expect(flags.describe(flag).source).toEqual({ kind: "deployment", key: `stages.${flag}`, origin: "deploy.json" });
@@ -49,7 +49,7 @@ describe("resolveStageFlags", () => {
   });
 
   describe("when every flag but one is on", () => {
-    it.each(STAGE_FLAGS.map((f) => [f]))("%s stays off", (flag) => {
+    it.each(STAGE_FLAGS.map((f) => [f]))("AM.rollout.2 %s stays off", (flag) => {
       const env = Object.fromEntries(STAGE_FLAGS.filter((f) => f !== flag).map((f) => [STAGE_ENV_VARS[f], "true"]));
       const flags = resolveStageFlags({ env });
       expect(flags.isEnabled(flag)).toBe(false);
@@ -70,7 +70,7 @@ describe("resolveStageFlags", () => {
     });
   });
 
-  describe("when an alias prefix is configured", () => {
+  describe("AM.rollout.3 when an alias prefix is configured", () => {
     // stages.md: a composed host may add its own prefix as an alias; the contract names always work.
     it("reads the alias", () => {
       const flags = resolveStageFlags({ env: { ASP_STAGE5_AUTO_REPAIR: "yes" }, aliasPrefix: "ASP_" });

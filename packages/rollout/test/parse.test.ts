@@ -6,7 +6,7 @@ import { FALSE_SPELLINGS, parseBoolean, parseEnum, parsePositiveNumber, TRUE_SPE
 const at = { key: "OPENAI4S_STAGE1_TRUSTED_DELIVERY", source: "env" };
 const SPELLINGS = new Set<string>([...TRUE_SPELLINGS, ...FALSE_SPELLINGS]);
 
-describe("parseBoolean", () => {
+describe("AM.modes.3 parseBoolean", () => {
   describe("when the value is one of the fixed spellings", () => {
     it.each([
       ...TRUE_SPELLINGS.map((s) => [s, true] as const),
@@ -63,7 +63,7 @@ describe("parseBoolean", () => {
   });
 });
 
-describe("parseEnum", () => {
+describe("AM.modes.1 AM.modes.3 parseEnum", () => {
   const vocabularies = [
     ["result_review_mode", RESULT_REVIEW_MODES],
     ["approvals_reviewer", APPROVALS_REVIEWERS],

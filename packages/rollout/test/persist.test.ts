@@ -33,7 +33,7 @@ afterEach(async () => {
 describe("SelectionStore", () => {
   describe("when stage 2 is off", () => {
     // contract: Stage 2 consumes only stage2_auto_run_storage; flag-off behaviour is unchanged.
-    it("refuses to persist", async () => {
+    it("AM.modes.4 AM.stage2.1 refuses to persist", async () => {
       const store = await memory();
       const config = resolveConfiguration();
       const selections = createSelectionStore({ log: store.log, flags: config.flags });
@@ -56,7 +56,7 @@ describe("SelectionStore", () => {
   });
 
   describe("when stage 2 is on", () => {
-    it("persists the selection and budget set as one fact keyed by the run", async () => {
+    it("AM.select.5 AM.stage2.1 persists the selection and budget set as one fact keyed by the run", async () => {
       const store = await memory();
       const config = resolveConfiguration({
         env: { ...STAGE2, OPENAI4S_AUTO_WALL_TIME_S: "300" },
@@ -104,7 +104,7 @@ describe("SelectionStore", () => {
       expect((await store.log.head())?.seq).toBe(1);
     });
 
-    it("keeps runs apart", async () => {
+    it("AM.states.1 keeps runs apart", async () => {
       const store = await memory();
       const config = resolveConfiguration({ env: STAGE2 });
       const selections = createSelectionStore({ log: store.log, flags: config.flags });
@@ -139,7 +139,7 @@ describe("SelectionStore", () => {
 
   describe("when the run is reopened", () => {
     // issue 8.5 / contract "Reopen": a reopen never re-resolves differently; no budget replenishes on reopen.
-    it("reads the persisted selection back from a level store without calling resolve, even if config changed", async () => {
+    it("AM.select.5 reads the persisted selection back from a level store without calling resolve, even if config changed", async () => {
       const dir = mkdtempSync(join(tmpdir(), "asp-rollout-"));
       dirs.push(dir);
       const before = resolveConfiguration({

@@ -24,7 +24,7 @@ describe("resolveConfiguration", () => {
       }
     });
 
-    it("rejects unknown alias-namespaced variables only when the alias is configured", () => {
+    it("AM.rollout.3 rejects unknown alias-namespaced variables only when the alias is configured", () => {
       expect(() => resolveConfiguration({ env: { ASP_STAGE99: "1" }, aliasPrefix: "ASP_" })).toThrowWithCode(
         "ASP_ROLLOUT_UNKNOWN_KEY",
       );

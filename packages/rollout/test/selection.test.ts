@@ -109,7 +109,7 @@ function inputs(
 }
 
 describe("resolveSelection", () => {
-  describe("when sources are combined", () => {
+  describe("AM.select.2 when sources are combined", () => {
     // contract "Scope and precedence": the Stage 2 resolver applies one selection source, in order
     // imported > frame > project > explicit deployment > legacy > built-in.
     it.each(COMBINATIONS)("%s", (_name, [, s], [, f], [, p], [, d], [, l]) => {
@@ -126,7 +126,7 @@ describe("resolveSelection", () => {
 
   describe("when the deployment value is unset rather than explicitly off", () => {
     // contract: an unset deployment value is not an explicit off; it must not erase a legacy preference.
-    it("lets the legacy boolean apply when the deployment states no selection", () => {
+    it("AM.select.3 lets the legacy boolean apply when the deployment states no selection", () => {
       const r = resolveSelection({
         deployment: DEPLOYMENT_UNSET,
         legacyReviewAuto: { rootFrameId: "f1", value: true },
@@ -135,7 +135,7 @@ describe("resolveSelection", () => {
       expect(r.sources.result_review_mode).toEqual({ kind: "legacy_review_auto", key: "review:auto:f1", origin: null });
     });
 
-    it("lets an explicit deployment off override the legacy boolean", () => {
+    it("AM.select.3 lets an explicit deployment off override the legacy boolean", () => {
       const r = resolveSelection({ deployment: DEPLOYMENT_OFF, legacyReviewAuto: { rootFrameId: "f1", value: true } });
       expect(r.selection).toMatchObject({ source: "deployment", result_review_mode: "off" });
     });
@@ -143,7 +143,7 @@ describe("resolveSelection", () => {
 
   describe("when only the legacy boolean is set", () => {
     // contract: legacy maps to review_only and can never select auto_fix, auto_review or the preset.
-    it("never selects auto_fix, auto_review or the preset, for any accepted spelling (property)", () => {
+    it("AM.select.4 never selects auto_fix, auto_review or the preset, for any accepted spelling (property)", () => {
       fc.assert(
         fc.property(
           fc.constantFrom<boolean | string>(true, false, "1", "0", "true", "false", "on", "off", "yes", "no"),
@@ -177,7 +177,7 @@ describe("resolveSelection", () => {
 
   describe("when the session is imported", () => {
     // contract: an imported/quarantined session forces preset off, review off, user approval.
-    it("forces everything off even over a frame preset on", () => {
+    it("AM.select.1 forces everything off even over a frame preset on", () => {
       const frameOn = parseAutoModeConfig({ preset: "autonomous" }, "frame");
       const r = resolveSelection({ session: { imported: true }, frame: frameOn });
       expect(r.selection).toEqual({
@@ -190,7 +190,7 @@ describe("resolveSelection", () => {
       expect(r.sources.preset.kind).toBe("imported_quarantine");
     });
 
-    it("applies the frame again after a fresh continuation", () => {
+    it("AM.select.1 applies the frame again after a fresh continuation", () => {
       const frameOn = parseAutoModeConfig({ preset: "autonomous" }, "frame");
       const r = resolveSelection({ session: { imported: true, freshContinuation: true }, frame: frameOn });
       expect(r.selection).toMatchObject({ source: "frame", preset: "autonomous", result_review_mode: "auto_fix" });
@@ -198,7 +198,7 @@ describe("resolveSelection", () => {
   });
 
   describe("when the winning source states only some values", () => {
-    it("takes built-in values for the rest, never a lower source's", () => {
+    it("AM.select.2 takes built-in values for the rest, never a lower source's", () => {
       const r = resolveSelection({ frame: FRAME, project: PROJECT });
       expect(r.selection).toMatchObject({
         source: "frame",
@@ -217,7 +217,7 @@ describe("resolveSelection", () => {
   });
 });
 
-describe("normalizeSelection", () => {
+describe("AM.modes.2 normalizeSelection", () => {
   const absent = undefined;
   const rows = AUTO_MODE_PRESETS.flatMap((preset) =>
     [absent, ...RESULT_REVIEW_MODES].flatMap((mode) =>

@@ -129,7 +129,7 @@ describe("defineProvider", () => {
     });
 
     // host §5: the answer echoes the baseline, the changeset and every blob read through callbacks.
-    it("reads through host/readBlob and fills validAsOf itself", async () => {
+    it("H5.1 reads through host/readBlob and fills validAsOf itself", async () => {
       const h = await start(todo);
       const a = (await h.client.sendRequest(METHODS.checkAssess, assessParams())) as Assessment;
       expect(validateAssessment(a).ok).toBe(true);
@@ -140,7 +140,7 @@ describe("defineProvider", () => {
     });
 
     // host §1: a host-owned field can never leave the provider.
-    it("turns a result carrying a host-owned field into status error", async () => {
+    it("H1.2 turns a result carrying a host-owned field into status error", async () => {
       const h = await start({
         ...todo,
         assess: () =>
@@ -235,7 +235,7 @@ describe("defineProvider", () => {
   });
 
   describe("edit/propose", () => {
-    it("binds the plan to the baseline and fills provider and proposalId", async () => {
+    it("H6.1 binds the plan to the baseline and fills provider and proposalId", async () => {
       const h = await start({
         ...todo,
         propose: async (ctx) => {

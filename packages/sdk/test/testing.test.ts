@@ -161,7 +161,7 @@ describe("TestHost and the process", () => {
   // host §8: TestHost speaks through the host's own connection, so an author's test sees what a
   // host refuses: an answer over the bound by its framed Content-Length (here: padded with JSON
   // whitespace, small once re-serialized; the fixture is @asp/protocol's) fails, and the stream stays usable after it.
-  it("host §8: refuses an answer whose framed size is over maxResponseBytes, like the host", async () => {
+  it("H8.4 host §8: refuses an answer whose framed size is over maxResponseBytes, like the host", async () => {
     const host = new TestHost(fileURLToPath(new URL("../../protocol/test/fixtures/fake-padded.mjs", import.meta.url)), {
       maxResponseBytes: 1024,
     });

@@ -10,6 +10,8 @@ export interface Budgets {
   readonly maxResponseBytes: number;
   /** Consecutive health or budget failures after which a provider is quarantined. */
   readonly quarantineAfterFailures: number;
+  /** Re-proposals of one apply after its baseline moved under a touched path (host §6 step 5). */
+  readonly editRetries: number;
 }
 
 /** Host-side supervision timings that trusted policy does not carry. */
@@ -31,6 +33,7 @@ export const DEFAULT_BUDGETS: Budgets = Object.freeze({
   callbacksPerSession: 100_000,
   maxResponseBytes: 4 * 1024 * 1024,
   quarantineAfterFailures: 3,
+  editRetries: 2,
 });
 
 /** Default supervision timings. */
@@ -54,5 +57,6 @@ export function budgetsOf(policy: Policy): Budgets {
     callbacksPerSession: b.callbacksPerSession ?? DEFAULT_BUDGETS.callbacksPerSession,
     maxResponseBytes: b.maxResponseBytes ?? DEFAULT_BUDGETS.maxResponseBytes,
     quarantineAfterFailures: b.quarantineAfterFailures ?? DEFAULT_BUDGETS.quarantineAfterFailures,
+    editRetries: b.editRetries ?? DEFAULT_BUDGETS.editRetries,
   };
 }

@@ -17,6 +17,7 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   being evaluated, after resolving symlinks (input).
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
+ * - `ASP_APPLY_UNKNOWN_PROPOSAL`: `Host.apply` was given a proposal id the store does not hold (input).
  */
 export type ThsErrorCode =
   | "ASP_THS_BAD_CONFIG"
@@ -26,7 +27,8 @@ export type ThsErrorCode =
   | "ASP_THS_CLOSED"
   | "ASP_THS_RECEIPT_NOT_FOUND"
   | "ASP_THS_UNTRUSTED_LOCATION"
-  | "ASP_THS_INTERNAL";
+  | "ASP_THS_INTERNAL"
+  | "ASP_APPLY_UNKNOWN_PROPOSAL";
 
 /** Every {@link ThsErrorCode}, for table tests and documentation. */
 export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
@@ -38,6 +40,93 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_RECEIPT_NOT_FOUND",
   "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_INTERNAL",
+  "ASP_APPLY_UNKNOWN_PROPOSAL",
+];
+
+/**
+ * Why a mediated apply (host §6) was refused: recorded in the proposal and the apply receipt,
+ * never thrown. Stable public API: callers and tests switch on these, never on the detail text.
+ *
+ * Plan validation (the provider's `edit/propose` answer):
+ * - `ASP_APPLY_NOT_A_PLAN`: not a structured EditPlan (schema), or one for another provider.
+ * - `ASP_APPLY_SHELL_COMMAND`: a shell command (`command` string, `{op:"shell"|"exec"|"run"}`, `shell`).
+ * - `ASP_APPLY_SCRIPT`: an arbitrary script (`script`, `{op:"script"}`).
+ * - `ASP_APPLY_COMMAND_ARRAY`: a command array (`argv`, `commands`, a `command` array).
+ * - `ASP_APPLY_PATCH_SHELLOUT`: a patch or diff to hand to a tool (`patch`, `diff`, `{op:"patch"}`).
+ * - `ASP_APPLY_MISSING_PRECONDITION`: an operation's path has no precondition.
+ * - `ASP_APPLY_MISSING_BLOB`: a precondition names a blob that is not in the baseline.
+ * - `ASP_APPLY_UNSUPPORTED_OPERATION`: an operation outside the closed EditPlan vocabulary.
+ * - `ASP_APPLY_STALE`: `validAsOf` does not echo the request (changeset, exact read set).
+ * - `ASP_APPLY_BASELINE_MISMATCH`: `validAsOf.baseline` is not the baseline the host gave.
+ * - `ASP_APPLY_PATH_DRIFT`: a precondition's path holds another blob (or none) in the baseline.
+ * - `ASP_APPLY_HOST_OWNED_FIELD`: a host-owned decision field (`decision`, `verdict`, `applied`, ...).
+ * - `ASP_APPLY_CLAIMED_GUARANTEE`: the provider claims a transaction guarantee or assurance.
+ * - `ASP_APPLY_PATH_ESCAPE`: a path is absolute, has `..`, is under `.git/` or `.asp/`, or goes
+ *   through a symbolic link in the baseline tree or the real worktree.
+ * - `ASP_APPLY_BINARY_EDIT`: a text operation on a blob that is not UTF-8 text.
+ * - `ASP_APPLY_OPERATION_FAILED`: an operation does not apply to the baseline (text not found, ...).
+ * - `ASP_APPLY_PROVIDER_FAILED`: no usable answer (crash, timeout, error, no edit provider).
+ *
+ * Apply:
+ * - `ASP_APPLY_DENIED` / `ASP_APPLY_INDETERMINATE`: the required checks over the hypothetical
+ *   after-state did not allow it (nothing written).
+ * - `ASP_APPLY_BASELINE_MOVED`: the worktree moved under a touched path, the change could not be
+ *   merged, and re-proposals within `budgets.editRetries` did not succeed.
+ * - `ASP_APPLY_CONFLICT`: another proposal touching the same blobs was applied first and the
+ *   re-proposal was refused.
+ * - `ASP_APPLY_ALREADY_APPLIED`: the proposal was applied before (a proposal applies at most once).
+ * - `ASP_APPLY_WRITE_FAILED`: publishing the after-state failed (what was already written was restored).
+ */
+export type ApplyRejectionCode =
+  | "ASP_APPLY_NOT_A_PLAN"
+  | "ASP_APPLY_SHELL_COMMAND"
+  | "ASP_APPLY_SCRIPT"
+  | "ASP_APPLY_COMMAND_ARRAY"
+  | "ASP_APPLY_PATCH_SHELLOUT"
+  | "ASP_APPLY_MISSING_PRECONDITION"
+  | "ASP_APPLY_MISSING_BLOB"
+  | "ASP_APPLY_UNSUPPORTED_OPERATION"
+  | "ASP_APPLY_STALE"
+  | "ASP_APPLY_BASELINE_MISMATCH"
+  | "ASP_APPLY_PATH_DRIFT"
+  | "ASP_APPLY_HOST_OWNED_FIELD"
+  | "ASP_APPLY_CLAIMED_GUARANTEE"
+  | "ASP_APPLY_PATH_ESCAPE"
+  | "ASP_APPLY_BINARY_EDIT"
+  | "ASP_APPLY_OPERATION_FAILED"
+  | "ASP_APPLY_PROVIDER_FAILED"
+  | "ASP_APPLY_DENIED"
+  | "ASP_APPLY_INDETERMINATE"
+  | "ASP_APPLY_BASELINE_MOVED"
+  | "ASP_APPLY_CONFLICT"
+  | "ASP_APPLY_ALREADY_APPLIED"
+  | "ASP_APPLY_WRITE_FAILED";
+
+/** Every {@link ApplyRejectionCode}, for table tests and documentation. */
+export const APPLY_REJECTION_CODES: readonly ApplyRejectionCode[] = [
+  "ASP_APPLY_NOT_A_PLAN",
+  "ASP_APPLY_SHELL_COMMAND",
+  "ASP_APPLY_SCRIPT",
+  "ASP_APPLY_COMMAND_ARRAY",
+  "ASP_APPLY_PATCH_SHELLOUT",
+  "ASP_APPLY_MISSING_PRECONDITION",
+  "ASP_APPLY_MISSING_BLOB",
+  "ASP_APPLY_UNSUPPORTED_OPERATION",
+  "ASP_APPLY_STALE",
+  "ASP_APPLY_BASELINE_MISMATCH",
+  "ASP_APPLY_PATH_DRIFT",
+  "ASP_APPLY_HOST_OWNED_FIELD",
+  "ASP_APPLY_CLAIMED_GUARANTEE",
+  "ASP_APPLY_PATH_ESCAPE",
+  "ASP_APPLY_BINARY_EDIT",
+  "ASP_APPLY_OPERATION_FAILED",
+  "ASP_APPLY_PROVIDER_FAILED",
+  "ASP_APPLY_DENIED",
+  "ASP_APPLY_INDETERMINATE",
+  "ASP_APPLY_BASELINE_MOVED",
+  "ASP_APPLY_CONFLICT",
+  "ASP_APPLY_ALREADY_APPLIED",
+  "ASP_APPLY_WRITE_FAILED",
 ];
 
 /** Thrown by `@asp/ths`. */

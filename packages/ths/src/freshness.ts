@@ -28,7 +28,7 @@ export interface Binding {
   /** The change under evaluation (base -> baseline), or null for a whole-tree evaluation. */
   readonly changeset: Changeset | null;
   /** Where the base came from: a git revision, the trusted base, or the empty tree (`none`: whole tree). */
-  readonly baseFrom: "git" | "trusted" | "empty" | "none";
+  readonly baseFrom: "git" | "trusted" | "empty" | "none" | "hypothetical";
 }
 
 /** Options of {@link FreshnessAuthority.issue}. */
@@ -149,6 +149,17 @@ export class FreshnessAuthority {
     const tree = record.baseline;
     if (typeof tree !== "string" || !isDigest(tree) || !(await this.objects.has("tree", tree))) return null;
     return tree;
+  }
+
+  /**
+   * Bind an evaluation to a hypothetical after-tree built in the store (host §6 step 2): the
+   * baseline is `after` and the changeset `before -> after`, so the checks see exactly the edit.
+   * Nothing is read from disk.
+   * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND` when either tree is not in the store.
+   */
+  async hypothetical(before: Digest, after: Digest): Promise<Binding> {
+    const changeset = await diffTrees(this.objects, before, after);
+    return { baseline: after, changeset, baseFrom: "hypothetical" };
   }
 
   /**

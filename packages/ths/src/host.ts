@@ -11,7 +11,14 @@ import {
   type ProviderState,
   validate,
 } from "@asp/contracts";
-import { type Clock, type FactLog, type ObjectStore, TOKENS } from "@asp/evidence";
+import { type Clock, type Digest, type FactLog, type ObjectStore, TOKENS } from "@asp/evidence";
+import {
+  Applier,
+  type ApplyOptions,
+  type ApplyResult,
+  type ProposeOptions,
+  type ProposeResult,
+} from "./apply/applier.js";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import { ContentView } from "./content.js";
 import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure } from "./decide.js";
@@ -68,6 +75,12 @@ export interface EvaluateOptions {
    * self-authorization attempt degrades coverage (host §7); it never decides this change.
    */
   readonly candidatePolicyPath?: string;
+  /**
+   * Evaluate a hypothetical change built in the object store instead of the worktree (host §6
+   * step 3, mediated apply): the changeset is `before -> after` and the after-tree is `after`.
+   * The worktree is not snapshotted for it, and an allow never moves the trusted base.
+   */
+  readonly hypothetical?: { readonly before: Digest; readonly after: Digest };
 }
 
 /** What an evaluation returns: the envelope (already durable) and its receipt. */
@@ -95,6 +108,8 @@ export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: str
 @injectable()
 export class Host {
   private readonly supervisors: ProviderSupervisor[];
+  /** Propose, validate and apply (host §4, §6): serialized per repository. */
+  private readonly applier: Applier;
   /** Launches every provider through the granted sandbox (host §3). */
   private readonly launcher: ProviderLauncher;
   private closed = false;
@@ -140,6 +155,19 @@ export class Host {
           this.launcher,
         ),
     );
+    this.applier = new Applier({
+      objects,
+      log,
+      clock,
+      freshness,
+      policy,
+      editRetries: budgets.editRetries,
+      proposeTimeoutMs: budgets.timeoutMs.gate,
+      sandboxes,
+      journalRoot: applyJournalDir.dir,
+      supervisors: this.supervisors,
+      evaluate: (callSite, options) => this.evaluate(callSite, options),
+    });
   }
 
   /**
@@ -191,10 +219,15 @@ export class Host {
     this.launcher.denyRepository(repo);
     const progress = options.onProgress ?? (() => {});
     const policy = this.policy;
-    const binding: Binding = await this.freshness.issue(repo, {
-      ...(options.base === undefined ? {} : { base: options.base }),
-      wholeTree: options.wholeTree === true,
-    });
+    const hypo = options.hypothetical;
+    if (hypo === undefined) await this.applier.recover(repo);
+    const binding: Binding =
+      hypo !== undefined
+        ? await this.freshness.hypothetical(hypo.before, hypo.after)
+        : await this.freshness.issue(repo, {
+            ...(options.base === undefined ? {} : { base: options.base }),
+            wholeTree: options.wholeTree === true,
+          });
     progress({ phase: "baseline", baseline: binding.baseline, changes: binding.changeset?.changes.length ?? null });
     const required = requiredRequirements(policy, callSite);
     const policyFailures =
@@ -337,7 +370,8 @@ export class Host {
     // THREAT-MODEL invariant 6: the worktree the decision describes is the worktree the caller gets.
     // A write during evaluation (by a provider or anyone else) makes every required answer moot.
     const tailStarted = performance.now();
-    const movedTo = await this.freshness.moved(repo, binding);
+    // A hypothetical after-tree lives in the store only: the apply re-checks the worktree itself.
+    const movedTo = hypo !== undefined ? null : await this.freshness.moved(repo, binding);
     const worktreeFailures: RequirementFailure[] =
       movedTo === null
         ? []
@@ -404,7 +438,7 @@ export class Host {
     }
     // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned;
     // host §8: provider health (failures, quarantine, latency) in the same batch, so one-shot hosts accumulate it.
-    await appendDecision(this.log, envelope, receipt, repo, {
+    await appendDecision(this.log, envelope, receipt, hypo !== undefined ? null : repo, {
       facts: this.supervisors.flatMap((s) => s.healthFacts()),
     });
     this.recordTail(performance.now() - tailStarted);
@@ -466,6 +500,55 @@ export class Host {
     if (this.closed) return;
     this.closed = true;
     await Promise.all(this.supervisors.map((s) => s.close()));
+  }
+  /**
+   * Ask an edit provider for a plan against the repository's baseline (`edit/propose`), validate
+   * it (host §6: a coded `ASP_APPLY_*` rejection for anything that is not a structured EditPlan
+   * bound to that baseline) and store the plan or its rejection in the fact log (kind
+   * `ths.edit-proposal`, indexed by `proposalId`) before returning. Nothing is written to the
+   * worktree. The returned `proposalId` is the host's, never the provider's.
+   * @throws ThsError `ASP_THS_CLOSED`; EvidenceError when the repository or the store cannot be read.
+   * @example
+   * ```ts
+   * const p = await host.propose({ repo, intent: { kind: "replace", arguments: { path: "a.ts", oldText: "1", newText: "2" } } });
+   * const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+   * ```
+   */
+  async propose(options: ProposeOptions): Promise<ProposeResult> {
+    if (this.closed) throw new ThsError("ASP_THS_CLOSED", "the host is closed");
+    return this.applier.propose(options, resolve(options.repo ?? process.cwd()));
+  }
+
+  /**
+   * Apply a stored proposal on explicit intent (host §6): re-validate it against the worktree as
+   * it is (3-way merge or bounded re-proposal when a touched path moved), run the required checks
+   * of `callSite` (default `gate`) on the hypothetical after-tree exactly as a gate does, and
+   * publish only on allow: through a granted `sandbox:staged_snapshot` sandbox with a journal, or
+   * by the host's own temp-file-and-rename writes (`rollback_attempted`). The apply receipt is
+   * durable in the fact log (kind `ths.apply-receipt`) before it is returned. Denied or
+   * indeterminate: `applied: false`, `baselineAfter: null`, nothing written. A proposal applies
+   * at most once (`ASP_APPLY_ALREADY_APPLIED`). Applies on one repository are serialized.
+   * @throws ThsError `ASP_APPLY_UNKNOWN_PROPOSAL`, `ASP_THS_BAD_REQUEST` (proposal of another
+   *   repository or unknown call-site), `ASP_THS_CLOSED`.
+   */
+  async apply(options: ApplyOptions): Promise<ApplyResult> {
+    if (this.closed) throw new ThsError("ASP_THS_CLOSED", "the host is closed");
+    return this.applier.apply(options, resolve(options.repo ?? process.cwd()));
+  }
+
+  /**
+   * Apply several proposals of one repository (host §4): two that touch overlapping blobs never
+   * both apply. The first of an overlapping pair applies; the other then meets the moved baseline
+   * and is merged, re-proposed against it, or rejected with `ASP_APPLY_CONFLICT`. One result per
+   * id, in the order given.
+   * @throws ThsError `ASP_APPLY_UNKNOWN_PROPOSAL`, `ASP_THS_BAD_REQUEST`, `ASP_THS_CLOSED`.
+   */
+  async applyMany(
+    proposalIds: readonly string[],
+    options: Omit<ApplyOptions, "proposalId"> = {},
+  ): Promise<ApplyResult[]> {
+    if (this.closed) throw new ThsError("ASP_THS_CLOSED", "the host is closed");
+    return this.applier.applyMany(proposalIds, options, resolve(options.repo ?? process.cwd()));
   }
 }
 

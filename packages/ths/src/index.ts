@@ -18,6 +18,17 @@
 
 import "reflect-metadata";
 
+export type {
+  ApplyOptions,
+  ApplyResult,
+  EditIntent,
+  ProposalProvider,
+  ProposeOptions,
+  ProposeResult,
+} from "./apply/applier.js";
+export { APPLY_FACT_KINDS } from "./apply/applier.js";
+export type { ApplyRejection } from "./apply/validate.js";
+
 export type { Budgets, SupervisorTimings } from "./budgets.js";
 export { budgetsOf, DEFAULT_BUDGETS, DEFAULT_TIMINGS } from "./budgets.js";
 export type { ComposedHost, ComposeHostOptions } from "./compose.js";
@@ -32,9 +43,10 @@ export type {
   RequirementFailure,
 } from "./decide.js";
 export { DEFAULT_FAIL_TABLE, decide, failCell, failTable, nextStepFor } from "./decide.js";
+export type { ServedHost, ServeHostOptions } from "./endpoint.js";
 export { serveHost } from "./endpoint.js";
-export type { ThsErrorCode } from "./errors.js";
-export { THS_ERROR_CODES, ThsError } from "./errors.js";
+export type { ApplyRejectionCode, ThsErrorCode } from "./errors.js";
+export { APPLY_REJECTION_CODES, THS_ERROR_CODES, ThsError } from "./errors.js";
 export type { Binding, IssueOptions } from "./freshness.js";
 export { FreshnessAuthority, freshnessMismatch, trustedBaseKey } from "./freshness.js";
 export type { HealthSubject, ProviderIdentity, ReadHealthStatusParams } from "./health.js";
@@ -46,7 +58,7 @@ export { loadPolicy } from "./policy-file.js";
 export type { ProviderPin, RequiredRequirement, VerifiedGrant } from "./policy-view.js";
 export type { ReceiptProblem, ReceiptVerification, StoredReceipt } from "./receipts.js";
 export { FACT_KINDS, listReceipts, showReceipt, verifyReceipts } from "./receipts.js";
-export type { AssessOutcome, HostInfo, TrustedProvider } from "./supervisor.js";
+export type { AssessOutcome, HostInfo, ProposeOutcome, TrustedProvider } from "./supervisor.js";
 export { launchEnvironment } from "./supervisor.js";
 export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider, SandboxSet } from "./tokens.js";
 export { THS_TOKENS } from "./tokens.js";

@@ -8,6 +8,7 @@ import {
   type InitializedParams,
   type InitializeResult,
   PROTOCOL_VERSION,
+  type ProposeParams,
   type ProviderManifest,
   type ProviderState,
   validate,
@@ -63,6 +64,23 @@ export type AssessOutcome =
       readonly state: ProviderState;
       readonly declaredSources: readonly string[];
     };
+
+/**
+ * What an edit provider answered to `edit/propose` (host §6), before the host validates it: the
+ * raw answer and the exact set of blobs it read through callbacks, or a typed failure.
+ */
+export type ProposeOutcome =
+  | {
+      readonly kind: "ok";
+      /** The untrusted answer, exactly as received: the host's plan validation decides what it is. */
+      readonly answer: unknown;
+      /** Blobs served through `host/readBlob` for this request (what `validAsOf.reads` must echo). */
+      readonly reads: ReadonlySet<string>;
+      /** Digests asked for outside the baseline (refused). */
+      readonly outside: readonly string[];
+      readonly ms: number;
+    }
+  | { readonly kind: "failed"; readonly failClass: FailClass; readonly detail: string };
 
 /** Host identity sent in `initialize`. */
 export interface HostInfo {
@@ -421,6 +439,16 @@ export class ProviderSupervisor {
     }
   }
 
+  /** A failed request: classified, the session retired when it can no longer be trusted, counted. */
+  private callFailed(failure: CallFailure, conn: ProviderConnection, family: CapabilityFamily) {
+    const [failClass, state, detail] = this.classify(failure, conn);
+    if (state === "timed_out" || state === "malformed" || state === "cancelled") {
+      this.setState(state);
+      this.retire(conn);
+    }
+    return this.fail(failClass, detail, state, family);
+  }
+
   private scopeFor(params: unknown, kind: "blob" | "tree"): RequestScope {
     const schema = kind === "blob" ? "protocol-read-blob-params" : "protocol-read-tree-params";
     const valid = validate(schema, params);
@@ -519,14 +547,7 @@ export class ProviderSupervisor {
         signal,
       );
       this.scopes.delete(requestId);
-      if (!res.ok) {
-        const [failClass, state, detail] = this.classify(res.failure, conn);
-        if (state === "timed_out" || state === "malformed" || state === "cancelled") {
-          this.setState(state);
-          this.retire(conn);
-        }
-        return this.fail(failClass, detail, state, "check");
-      }
+      if (!res.ok) return this.callFailed(res.failure, conn, "check");
       if (scope.overBudget) {
         return this.fail(
           "incomplete",
@@ -619,5 +640,52 @@ export class ProviderSupervisor {
     await conn.shutdown(this.timings.shutdownTimeoutMs);
     if (!this.quarantined) this.setState("exited");
     this.conn = null;
+  }
+  /**
+   * Run `edit/propose` under the deadline with the request's baseline view and callbacks, like
+   * {@link assess}. An edit-only provider is launched here, on first use. The answer is returned
+   * raw: the host validates it as an EditPlan (apply/validate.ts), never this supervisor.
+   */
+  async propose(
+    params: Omit<ProposeParams, "requestId" | "deadlineMs">,
+    view: ContentView,
+    deadlineAt: number,
+    signal?: AbortSignal,
+  ): Promise<ProposeOutcome> {
+    const ready = await this.ensure(deadlineAt);
+    if (!ready.ok) return { kind: "failed", failClass: ready.failClass, detail: ready.detail };
+    const conn = this.conn;
+    const init = this.init;
+    if (conn === null || init === null) {
+      return { kind: "failed", failClass: "unavailable", detail: "the provider is not running" };
+    }
+    if (!init.capabilities.includes("edit")) {
+      const f = this.fail("unsupported", "the provider did not declare the edit capability", "degraded", "edit");
+      return { kind: "failed", failClass: f.failClass, detail: f.detail };
+    }
+    const left = Math.floor(deadlineAt - performance.now());
+    if (left <= 0) return { kind: "failed", failClass: "timed_out", detail: "no budget left for edit/propose" };
+    const requestId = `${this.id}#${++this.requestCounter}`;
+    const scope = new RequestScope(requestId, view, this.budgets.callbacksPerRequest);
+    this.scopes.set(requestId, scope);
+    this.setState("active", "edit");
+    const res = await conn.call<unknown>(METHODS.editPropose, { ...params, requestId, deadlineMs: left }, left, signal);
+    this.scopes.delete(requestId);
+    if (!res.ok) {
+      const f = this.callFailed(res.failure, conn, "edit");
+      return { kind: "failed", failClass: f.failClass, detail: f.detail };
+    }
+    if (scope.overBudget) {
+      const f = this.fail(
+        "incomplete",
+        `callback budget exceeded after ${scope.callbacks} callbacks`,
+        "degraded",
+        "edit",
+      );
+      return { kind: "failed", failClass: f.failClass, detail: f.detail };
+    }
+    this.stateValue = "initialized";
+    this.families.set("edit", "initialized");
+    return { kind: "ok", answer: res.value, reads: scope.reads, outside: scope.outside, ms: res.ms };
   }
 }

@@ -61,7 +61,7 @@ async function hostWith(
 }
 
 describe("the interactive budget", () => {
-  it("host §8: time spent on the snapshot comes out of the providers' share", async () => {
+  it("H8.3 host §8: time spent on the snapshot comes out of the providers' share", async () => {
     const honest = manifest("fake-honest-ts", { source: "ts" });
     // The snapshot alone (one slow object batch of 1.2 s) outlasts the 1 s budget.
     const host = await hostWith(honest, 1000, { objectsMs: 1200 });
@@ -75,7 +75,7 @@ describe("the interactive budget", () => {
     }
   });
 
-  it("host §8: a slow durable append shortens the providers' share of later evaluations", async () => {
+  it("H8.3 host §8: a slow durable append shortens the providers' share of later evaluations", async () => {
     // The provider answers after 600 ms; the store takes 600 ms to make a receipt durable.
     const late = manifest("fake-late", { source: "ts", args: ["--delay", "600"] });
     const host = await hostWith(late, 1000, { appendMs: 600 });
@@ -93,7 +93,7 @@ describe("the interactive budget", () => {
     }
   });
 
-  it("host §8: gate and sweep keep a per-provider bound (a slow snapshot does not time a provider out)", async () => {
+  it("H8.1 host §8: gate and sweep keep a per-provider bound (a slow snapshot does not time a provider out)", async () => {
     const honest = manifest("fake-honest-ts", { source: "ts" });
     const host = await hostWith(honest, 1000, { objectsMs: 1200 });
     try {

@@ -131,7 +131,7 @@ const valid = (envelope: DecisionEnvelope): void => {
 };
 
 describe("decide", () => {
-  describe("the fail table, cell by cell (host §2, DESIGN §4)", () => {
+  describe("H2.1 the fail table, cell by cell (host §2, DESIGN §4)", () => {
     const cells = FAIL_CLASSES.flatMap((failClass) => CALL_SITES.map((callSite) => [failClass, callSite] as const));
     it.each(cells)("%s at %s", (failClass, callSite) => {
       // Requirement-level classes arrive as requirement failures; the rest as a provider failure.
@@ -170,7 +170,7 @@ describe("decide", () => {
         "allow",
       );
     });
-    it("never opens a gate, even for a hand-built policy that says open (the floor)", () => {
+    it("H2.6 never opens a gate, even for a hand-built policy that says open (the floor)", () => {
       const base = policy();
       const p = {
         ...base,
@@ -184,7 +184,7 @@ describe("decide", () => {
   });
 
   describe("property: a gate allows only when every required provider is fresh, complete and granted", () => {
-    it("holds for any mix of outcomes", () => {
+    it("H1.1 H1.6 H1.7 holds for any mix of outcomes", () => {
       const outcome = fc.oneof(
         fc.constant<ProviderEvaluation["outcome"]>(ok()),
         fc.constantFrom(...FAIL_CLASSES).map(failed),
@@ -209,7 +209,7 @@ describe("decide", () => {
   });
 
   describe("findings", () => {
-    it("a granted error gates (deny) with a host-synthesized nextStep when the provider gave none", () => {
+    it("H1b.5 a granted error gates (deny) with a host-synthesized nextStep when the provider gave none", () => {
       const { envelope } = decide(input("gate", [provider(ok([diag()]), "gate")]));
       valid(envelope);
       expect(envelope.decision).toBe("deny");
@@ -224,12 +224,12 @@ describe("decide", () => {
       [{ fix: { description: "add a type" } }, "Fix: add a type"],
       [{ help: "read the handbook" }, "read the handbook"],
       [{ codeDescription: { href: "https://example.com/ts2322" } }, "See https://example.com/ts2322"],
-    ])("nextStep comes from the provider's fix, help or link (%j)", (extra, next) => {
+    ])("H1b.5 nextStep comes from the provider's fix, help or link (%j)", (extra, next) => {
       const { envelope } = decide(input("gate", [provider(ok([diag(extra)]), "gate")]));
       expect(envelope.findings[0]?.nextStep).toBe(next);
     });
 
-    it("an ungranted provider's error is advisory and capped, with a severityNote", () => {
+    it("H1b.3 H1b.4 an ungranted provider's error is advisory and capped, with a severityNote", () => {
       const p = policy({ severityCaps: [{ authority: "ungranted", maxSeverity: "warning" }] });
       const granted = provider(ok(), "gate");
       const other = provider(ok([diag({ fingerprint: "x" })], "q"), "gate", { id: "q", granted: false });
@@ -240,21 +240,21 @@ describe("decide", () => {
       expect(envelope.findings[0]?.severityNote).toMatch(/capped from error to warning/);
     });
 
-    it("drops a diagnostic under an undeclared source and degrades its provider as malformed (host §4)", () => {
+    it("H4.4 drops a diagnostic under an undeclared source and degrades its provider as malformed (host §4)", () => {
       const { envelope } = decide(input("gate", [provider(ok([diag({ source: "other", code: "other/x" })]), "gate")]));
       expect(envelope.findings).toEqual([]);
       expect(envelope.decision).toBe("deny");
       expect(envelope.coverage.degraded[0]).toMatchObject({ provider: "p", reason: "malformed" });
     });
 
-    it("dedups within a provider's source by fingerprint, never across providers", () => {
+    it("H4.1 dedups within a provider's source by fingerprint, never across providers", () => {
       const p2 = provider(ok([diag()], "p2"), "gate", { id: "p2", granted: false });
       const { envelope } = decide(input("gate", [provider(ok([diag(), diag()]), "gate"), p2]));
       expect(envelope.findings.map((f) => f.provider.id)).toEqual(["p", "p2"]);
     });
   });
 
-  describe("integrity and identity (host §1: authority only over measured identity and integrity)", () => {
+  describe("H1a.1 integrity and identity (host §1: authority only over measured identity and integrity)", () => {
     it.each(CALL_SITES.flatMap((site) => (["unverified", "failed"] as const).map((state) => [state, site] as const)))(
       "a granted provider whose integrity is %s at %s has its grant refused: integrity-unverified, never allow",
       (integrity, callSite) => {
@@ -288,14 +288,14 @@ describe("decide", () => {
       expect(envelope.findings).toEqual([expect.objectContaining({ disposition: "advisory" })]);
     });
 
-    it("measured integrity without verified identity is still missing authority", () => {
+    it("H1a.1 measured integrity without verified identity is still missing authority", () => {
       const { envelope } = decide(input("gate", [provider(ok(), "gate", { identity: "unverified" })]));
       expect(envelope.decision).toBe("indeterminate");
       expect(envelope.coverage.degraded).toEqual([expect.objectContaining({ reason: "missing-authority" })]);
     });
   });
 
-  describe("severity caps by each provider's own isolation", () => {
+  describe("H1.5 severity caps by each provider's own isolation", () => {
     const capped = policy({ severityCaps: [{ isolation: "advisory", maxSeverity: "warning" }] });
 
     it.each([
@@ -353,7 +353,7 @@ describe("decide", () => {
     });
   });
 
-  describe("the policy's host pin (host §2: an incompatible host is never allow)", () => {
+  describe("H2.6 the policy's host pin (host §2: an incompatible host is never allow)", () => {
     it.each([
       ["another implementation", { implementation: "asp.ths" }],
       ["a version range the host is outside of", { implementation: "asp-ths", version: ">=0.2.0" }],
@@ -399,7 +399,7 @@ describe("decide", () => {
   });
 
   describe("coverage", () => {
-    it("names a requirement nobody can serve as missing", () => {
+    it("H1.9 names a requirement nobody can serve as missing", () => {
       const { envelope } = decide(input("gate", []));
       expect(envelope.coverage.degraded).toEqual([
         expect.objectContaining({ requirement: "types", reason: "missing", failOpen: false }),
@@ -415,7 +415,7 @@ describe("decide", () => {
       ]);
     });
 
-    it("reports direct-write-risk when the call-site needs more than a local subprocess can give (host §3)", () => {
+    it("H1b.10 H3.1 H3.3 reports direct-write-risk when the call-site needs more than a local subprocess can give (host §3)", () => {
       const p = policy({ assurance: { gate: "mediated-write" } });
       const { envelope } = decide({ ...input("gate", [provider(ok(), "gate")]), policy: p });
       valid(envelope);
@@ -427,7 +427,7 @@ describe("decide", () => {
       ]);
     });
 
-    it("a status:error and a status:unsupported stay distinct", () => {
+    it("H2.3 a status:error and a status:unsupported stay distinct", () => {
       const e = decide(input("gate", [provider({ kind: "ok", assessment: assessment([], "error") }, "gate")]));
       const u = decide(input("gate", [provider({ kind: "ok", assessment: assessment([], "unsupported") }, "gate")]));
       expect(e.envelope.coverage.degraded[0]?.reason).toBe("errored");

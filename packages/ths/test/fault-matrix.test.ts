@@ -66,7 +66,7 @@ async function slot<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-describe("fault matrix (each fixture × each call-site)", () => {
+describe("H1.7 H1b.7 H2.1 H2.4 H2.5 H5.2 H8.1 H8.4 fault matrix (each fixture × each call-site)", () => {
   it.concurrent.each(MATRIX.map((r) => [r.fixture, r] as const))(
     "%s",
     (_name, row) =>
@@ -115,7 +115,7 @@ describe("fault matrix (each fixture × each call-site)", () => {
     60_000,
   );
 
-  it("unsupported and errored stay distinct in coverage, state and metrics", async () => {
+  it("H2.3 unsupported and errored stay distinct in coverage, state and metrics", async () => {
     const u = manifest("fake-unsupported", { source: "u" });
     const e = manifest("fake-error", { source: "e" });
     const { host } = await testHost({ policy: policyFor([u, e]), providers: [u, e] });
@@ -128,7 +128,7 @@ describe("fault matrix (each fixture × each call-site)", () => {
     }
   });
 
-  it("an exit during shutdown is recorded and closing does not hang", async () => {
+  it("H2a.1 an exit during shutdown is recorded and closing does not hang", async () => {
     const m = manifest("fake-exit-on-shutdown");
     const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
     const { envelope } = await host.gate({ repo: tempRepo() });
@@ -145,7 +145,7 @@ describe("required and optional providers together", () => {
   const secrets = manifest("fake-honest-secrets", { source: "secrets" });
   const failing = manifest("fake-crash-mid", { source: "lint" });
 
-  it("two honest providers plus one failing REQUIRED provider: not allow at any call-site", async () => {
+  it("H1.8 two honest providers plus one failing REQUIRED provider: not allow at any call-site", async () => {
     const { host } = await testHost({ policy: policyFor([ts, secrets, failing]), providers: [ts, secrets, failing] });
     try {
       for (const callSite of ["gate", "sweep"] as const) {
@@ -161,7 +161,7 @@ describe("required and optional providers together", () => {
     }
   });
 
-  it("the failing provider OPTIONAL (no grant): allow, with its degradation visible", async () => {
+  it("H2.7 the failing provider OPTIONAL (no grant): allow, with its degradation visible", async () => {
     const { host, failOpens } = await testHost({ policy: policyFor([ts, secrets]), providers: [ts, secrets, failing] });
     try {
       const { envelope } = await host.gate({ repo: tempRepo() });

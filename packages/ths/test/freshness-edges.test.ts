@@ -25,11 +25,11 @@ async function evaluate(fixture: string, args: string[], callSite: CallSite) {
   }
 }
 
-describe("freshness edges (host §5: validAsOf must equal baseline, changeset digest and the read set)", () => {
+describe("H5.2 freshness edges (host §5: validAsOf must equal baseline, changeset digest and the read set)", () => {
   it.each([
     ["gate", "none"],
     ["sweep", "none"],
-  ] as const)("control: an honest validAsOf at %s is fresh and allowed", async (callSite, lie) => {
+  ] as const)("H5.1 control: an honest validAsOf at %s is fresh and allowed", async (callSite, lie) => {
     const { envelope, receipt, id } = await evaluate("fake-freshness-lie", ["--lie", lie], callSite);
     expect(envelope.coverage.degraded).toEqual([]);
     expect(envelope.decision).toBe("allow");
@@ -48,7 +48,7 @@ describe("freshness edges (host §5: validAsOf must equal baseline, changeset di
     ["host §5: validAsOf.reads leaves out a blob it did read (sweep)", "missing-read", "sweep"],
     ["host §5: validAsOf.reads leaves out a blob it did read (interactive)", "missing-read", "interactive"],
   ] as const)(
-    "%s: stale, never allow",
+    "H5.2 H5.3 %s: stale, never allow",
     async (_title, lie, callSite) => {
       const { envelope, receipt, id } = await evaluate("fake-freshness-lie", ["--lie", lie], callSite);
       expect(envelope.coverage.degraded).toEqual([
@@ -64,7 +64,7 @@ describe("freshness edges (host §5: validAsOf must equal baseline, changeset di
   );
 });
 
-describe("host-owned fields through a real provider (host §1: malformed, never allow)", () => {
+describe("H1.2 host-owned fields through a real provider (host §1: malformed, never allow)", () => {
   it.each([
     ["isAllowed", "0"],
     ["passed", "0"],

@@ -75,7 +75,7 @@ describe("health", () => {
       ["incomplete", "incomplete", assessment("incomplete"), 0],
       ["unsupported", "unsupported", assessment("unsupported"), 0],
       ["error", "error", assessment("error"), 1],
-    ])("host §2: an assessment with status %s is counted as %s", (_why, outcome, a, failures) => {
+    ])("H2.3 host §2: an assessment with status %s is counted as %s", (_why, outcome, a, failures) => {
       const h = new ProviderHealth(ID, 3);
       h.assessed(a, 12.5);
       const f = h.figures();
@@ -86,7 +86,7 @@ describe("health", () => {
     });
 
     it.each(FAIL_CLASSES.map((c) => [c] as const))(
-      "host §8: fail class %s counts toward quarantine only when it is a health or budget failure",
+      "H8.2 host §8: fail class %s counts toward quarantine only when it is a health or budget failure",
       (failClass) => {
         const h = new ProviderHealth(ID, 1);
         const quarantined = h.failed(failClass);
@@ -130,7 +130,7 @@ describe("health", () => {
   });
 
   describe("with a real level store and one-shot hosts", () => {
-    it("host §8: an erroring provider is quarantined on the Nth one-shot run, and the next run never launches it", async () => {
+    it("H8.2 host §8: an erroring provider is quarantined on the Nth one-shot run, and the next run never launches it", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const { m, log } = logged("fake-error");
@@ -163,7 +163,7 @@ describe("health", () => {
       expect(launches(log)).toBe(4);
     });
 
-    it("host §2: unsupported, incomplete and partial answers accumulate as their own kinds and never quarantine", async () => {
+    it("H2.3 host §2: unsupported, incomplete and partial answers accumulate as their own kinds and never quarantine", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const m = manifest("fake-status-cycle", { args: ["--cycle", "unsupported"] });
@@ -205,7 +205,7 @@ describe("health", () => {
       }
     });
 
-    it("latency of successful runs accumulates across one-shot hosts, in the same batch as the decision", async () => {
+    it("H8.5 latency of successful runs accumulates across one-shot hosts, in the same batch as the decision", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const m = manifest("fake-honest-ts", { source: "ts" });
@@ -224,7 +224,7 @@ describe("health", () => {
       }
     });
 
-    it("host §8: when stored health cannot be read, the provider is not launched and nothing is overwritten", async () => {
+    it("H8.2 host §8: when stored health cannot be read, the provider is not launched and nothing is overwritten", async () => {
       const store = storeDir();
       const repo = tempRepo();
       const { m, log } = logged("fake-honest-ts", { source: "ts" });

@@ -27,7 +27,7 @@ describe("the policy's host pin", () => {
     expect(HOST_INFO.name).toBe("asp-ths");
   });
 
-  it("host §2: HOST_INFO.version is the package's released version, read from its package.json", () => {
+  it("H2.6 host §2: HOST_INFO.version is the package's released version, read from its package.json", () => {
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
     expect(HOST_INFO.version).toBe(pkg.version);
   });
@@ -41,7 +41,7 @@ describe("the policy's host pin", () => {
       { implementation: "asp-ths", digest: `sha256:${"4".repeat(64)}` },
     ],
   ] as const)("when it names %s", (_what, pin) => {
-    it("host §2: every required requirement degrades with host-incompatible and the gate is never allow", async () => {
+    it("H2.6 host §2: every required requirement degrades with host-incompatible and the gate is never allow", async () => {
       const envelope = await gateUnder(pin);
       expect(envelope.decision).toBe("indeterminate");
       expect(envelope.coverage.ran).toEqual([]);

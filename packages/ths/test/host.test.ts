@@ -9,7 +9,7 @@ describe("Host", () => {
     const hostP = testHost({ policy: policyFor([ts, secrets]), providers: [ts, secrets] });
     afterAll(async () => (await hostP).host.close());
 
-    it("allows at the gate and the envelope validates against the verdict schema", async () => {
+    it("H0.1 H1.1 H1b.1 allows at the gate and the envelope validates against the verdict schema", async () => {
       const { host } = await hostP;
       const repo = tempRepo();
       const { envelope, receipt } = await host.gate({ repo });
@@ -26,7 +26,7 @@ describe("Host", () => {
       ]);
     });
 
-    it("denies when a granted provider reports an error, with a nextStep on the gating finding", async () => {
+    it("H1.1 denies when a granted provider reports an error, with a nextStep on the gating finding", async () => {
       const { host } = await hostP;
       const repo = tempRepo({ "src/a.ts": "const x = 1; // ASP-TS-ERROR\n" });
       const { envelope } = await host.gate({ repo });

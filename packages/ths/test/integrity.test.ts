@@ -15,7 +15,7 @@ describe("provider integrity and identity", () => {
     const hostP = testHost({ policy: policyFor([ts]), providers: [ts] });
     afterAll(async () => (await hostP).host.close());
 
-    it("host §1: the grant is not honoured; the gate is indeterminate with integrity-unverified", async () => {
+    it("H1.3 H1a.1 H1b.9 host §1: the grant is not honoured; the gate is indeterminate with integrity-unverified", async () => {
       const { host } = await hostP;
       const { envelope } = await host.gate({ repo: tempRepo() });
       expect(envelope.decision).toBe("indeterminate");
@@ -30,7 +30,7 @@ describe("provider integrity and identity", () => {
       ]);
     });
 
-    it("host §1: an initialize reply that matches the manifest never makes identity verified", async () => {
+    it("H1.4 H2a.8 host §1: an initialize reply that matches the manifest never makes identity verified", async () => {
       const { host } = await hostP;
       const { envelope } = await host.gate({ repo: tempRepo() });
       expect(envelope.authority).toEqual([
@@ -53,7 +53,7 @@ describe("provider integrity and identity", () => {
     const hostP = testHost({ policy: policyFor([p.manifest]), providers: [p.manifest] });
     afterAll(async () => (await hostP).host.close());
 
-    it("host §1: the gate is indeterminate with integrity-unverified and the provider never launches", async () => {
+    it("H1.3 host §1: the gate is indeterminate with integrity-unverified and the provider never launches", async () => {
       const { host } = await hostP;
       const { envelope } = await host.gate({ repo: tempRepo() });
       expect(envelope.decision).toBe("indeterminate");
@@ -77,7 +77,7 @@ describe("provider integrity and identity", () => {
       expect(envelope.authority[0]).toMatchObject({ identity: "verified", integrity: "verified" });
     });
 
-    it("host §1: re-measures before the relaunch and refuses the rewritten code (integrity-unverified)", async () => {
+    it("H1.3 host §1: re-measures before the relaunch and refuses the rewritten code (integrity-unverified)", async () => {
       const { host } = await hostP;
       const pid = Number(readFileSync(p.pidFile, "utf8"));
       // The attacker rewrites the folder under the running (verified) process, then crashes it.
@@ -103,7 +103,7 @@ describe("provider integrity and identity", () => {
     const hostP = testHost({ policy: policyFor([granted]), providers: [impostor] });
     afterAll(async () => (await hostP).host.close());
 
-    it("host §1: the reply is incompatible, the claimed identity gains nothing, and the gate is not allow", async () => {
+    it("H1.4 host §1: the reply is incompatible, the claimed identity gains nothing, and the gate is not allow", async () => {
       const { host } = await hostP;
       const { envelope } = await host.gate({ repo: tempRepo() });
       expect(envelope.decision).not.toBe("allow");
@@ -125,7 +125,7 @@ describe("provider integrity and identity", () => {
     const hostP = testHost({ policy: policyFor([ts]), providers: [ts] });
     afterAll(async () => (await hostP).host.close());
 
-    it("host §2: it stays incompatible and is never asked to assess; the gate is indeterminate", async () => {
+    it("H2.6 host §2: it stays incompatible and is never asked to assess; the gate is indeterminate", async () => {
       const { host } = await hostP;
       const { envelope } = await host.gate({ repo: tempRepo({ "src/a.ts": "// ASP-TS-ERROR\n" }) });
       expect(envelope.decision).toBe("indeterminate");

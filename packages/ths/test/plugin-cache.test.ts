@@ -76,7 +76,7 @@ describe("a verified plugin runs from the host's copy (issue 12 item 1)", () => 
     const composed = compose(a.dir, false);
     afterAll(async () => (await composed).host.close());
 
-    it("host §1: what runs is what was verified: the secret is still found, the attacker's code never runs", async () => {
+    it("H1.3 host §1: what runs is what was verified: the secret is still found, the attacker's code never runs", async () => {
       const { host, store } = await composed;
       a.rewrite();
       expectSecretsDeny((await host.gate({ repo: dirty() })).envelope);
@@ -94,7 +94,7 @@ describe("a verified plugin runs from the host's copy (issue 12 item 1)", () => 
     const composed = compose(a.dir, true);
     afterAll(async () => (await composed).host.close());
 
-    it("host §1: the relaunch runs the same verified copy: the secret is still found, the attacker's code never runs", async () => {
+    it("H1.3 host §1: the relaunch runs the same verified copy: the secret is still found, the attacker's code never runs", async () => {
       const { host, store } = await composed;
       expectSecretsDeny((await host.gate({ repo: dirty() })).envelope);
       const [pid] = childrenRunning(`${store}.plugins`);

@@ -84,7 +84,7 @@ describe("a refused plugin beside the signed one (issue 11 item 10)", () => {
     ["unsigned copy after", [SIGNED, f.unsigned], f.unsigned],
     ["unsigned copy before", [f.unsigned, SIGNED], f.unsigned],
   ])(
-    "host §1: a %s is refused under plugin:<its folder>; the signed one still decides (allow, then deny on a key)",
+    "H1.3 host §1: a %s is refused under plugin:<its folder>; the signed one still decides (allow, then deny on a key)",
     async (_how, plugins, refusedDir) => {
       const clean = await gateWith(plugins);
       expect(clean.decision).toBe("allow");

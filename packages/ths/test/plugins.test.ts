@@ -86,7 +86,7 @@ describe("providers from signed plugins (@asp/plugin-host)", () => {
     }
   });
 
-  it("loads a signed, policy-granted provider and it satisfies its requirement at the gate", async () => {
+  it("H2a.9 loads a signed, policy-granted provider and it satisfies its requirement at the gate", async () => {
     const p = signedPlugin();
     const { host } = await testHost({ policy: policy(p.digest), plugins: [p.parent], trustRoots: [p.trustRoot] });
     try {
@@ -103,7 +103,7 @@ describe("providers from signed plugins (@asp/plugin-host)", () => {
     }
   });
 
-  it("a refused plugin never runs: its requirement is degraded and the gate is not allow", async () => {
+  it("H2a.8 a refused plugin never runs: its requirement is degraded and the gate is not allow", async () => {
     const p = signedPlugin();
     const { host } = await testHost({
       policy: policy(p.digest, false),

@@ -29,7 +29,7 @@ describe("a change that edits the repository's policy", () => {
     expect(envelope.decision).toBe("allow");
   });
 
-  it("is never allowed when the candidate grants a new provider blocking authority", async () => {
+  it("H7.2 H7.3 is never allowed when the candidate grants a new provider blocking authority", async () => {
     const { host } = await hostP;
     const intruder = { id: "intruder", version: "1.0.0", digest: `sha256:${"9".repeat(64)}` };
     const candidate: Policy = {
@@ -55,7 +55,7 @@ describe("a change that edits the repository's policy", () => {
     expect(envelope.policyDigest).toBe((await hostP).host.policy.digest);
   });
 
-  it("is never allowed when the candidate opens lower assurance for the gate", async () => {
+  it("H7.3 is never allowed when the candidate opens lower assurance for the gate", async () => {
     const { host } = await hostP;
     const repo = repoWithPolicy({ ...active, assurance: { gate: "advisory" } });
     const { envelope } = await host.gate({ repo, base: "HEAD", candidatePolicyPath: "asp.policy.json" });

@@ -8,7 +8,7 @@ import { fakeClock, manifest, policyFor, tempRepo } from "./helpers.js";
 
 describe("receipts", () => {
   describe("with a real level store", () => {
-    it("appends decision + receipt together before returning, survives reopen, and verifies the chain", async () => {
+    it("H1b.11 appends decision + receipt together before returning, survives reopen, and verifies the chain", async () => {
       const dir = join(mkdtempSync(join(tmpdir(), "asp-ths-store-")), "store");
       const m = manifest("fake-honest-ts", { source: "ts" });
       const repo = tempRepo({ "a.ts": "ok\n" });

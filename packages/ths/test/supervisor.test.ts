@@ -10,7 +10,7 @@ import { FIXTURES, manifest, policyFor, tempRepo, testHost } from "./helpers.js"
 
 describe("supervisor", () => {
   describe("when a provider keeps failing", () => {
-    it("quarantines it after budgets.quarantineAfterFailures and surfaces quarantine as degraded coverage (host §8)", async () => {
+    it("H1b.7 H8.2 H10.2 quarantines it after budgets.quarantineAfterFailures and surfaces quarantine as degraded coverage (host §8)", async () => {
       const m = manifest("fake-crash-mid");
       const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
       try {
@@ -37,7 +37,7 @@ describe("supervisor", () => {
       }
     });
 
-    it("restarts a crashed provider (restarts counted) and it serves the next request", async () => {
+    it("H2a.1 H2a.5 restarts a crashed provider (restarts counted) and it serves the next request", async () => {
       const m = manifest("fake-crash-mid");
       const honest = manifest("fake-honest-ts", { source: "ts" });
       const { host } = await testHost({ policy: policyFor([honest]), providers: [m, honest] });
@@ -72,7 +72,7 @@ describe("supervisor", () => {
       { fixture: "fake-partial", kind: "partial", reason: "incomplete", family: "degraded", towardQuarantine: 0 },
     ] as const;
     for (const row of table) {
-      it(`host §2: status kind ${row.kind} (${row.fixture}) is counted as ${row.kind}${row.kind === "complete" ? "" : ", never as a successful run"}`, async () => {
+      it(`H2.3 H2.5 H2a.6 host §2: status kind ${row.kind} (${row.fixture}) is counted as ${row.kind}${row.kind === "complete" ? "" : ", never as a successful run"}`, async () => {
         const m = manifest(row.fixture);
         const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
         try {
@@ -102,7 +102,7 @@ describe("supervisor", () => {
       });
     }
 
-    it("host §8: status error counts toward quarantine; the provider is quarantined after N errors in a row", async () => {
+    it("H8.2 host §8: status error counts toward quarantine; the provider is quarantined after N errors in a row", async () => {
       const m = manifest("fake-error");
       const { host } = await testHost({ policy: policyFor([m], { quarantineAfterFailures: 2 }), providers: [m] });
       try {
@@ -142,7 +142,7 @@ describe("supervisor", () => {
       }
     }
 
-    it("host §8: a capability gap or an incomplete answer between two errors does not reset the failure count", async () => {
+    it("H8.2 H2.3 host §8: a capability gap or an incomplete answer between two errors does not reset the failure count", async () => {
       const statuses = await cycleStatuses("error,unsupported,partial", 4);
       expect(statuses[2]?.health).toMatchObject({ consecutiveFailures: 1, quarantined: false });
       expect(statuses[3]).toMatchObject({
@@ -164,7 +164,7 @@ describe("supervisor", () => {
   });
 
   describe("when the caller cancels", () => {
-    it("sends $/cancelRequest and degrades the provider as cancelled", async () => {
+    it("H2a.1 H2a.5 sends $/cancelRequest and degrades the provider as cancelled", async () => {
       const m = manifest("fake-hang");
       const { host } = await testHost({ policy: policyFor([m], { timeoutMs: 10_000 }), providers: [m] });
       try {
@@ -180,7 +180,7 @@ describe("supervisor", () => {
     });
   });
 
-  describe("launch (host §2)", () => {
+  describe("H2a.3 H2a.4 launch (host §2)", () => {
     it("passes only PATH and the manifest's envPassthrough names", () => {
       const env = launchEnvironment(
         { ...manifest("fake-honest-ts"), envPassthrough: ["HOME"] },
@@ -234,7 +234,7 @@ describe("supervisor", () => {
   });
 
   describe("serveHost", () => {
-    it("answers host/status and host/capabilities over JSON-RPC", async () => {
+    it("H0.1 H2a.6 answers host/status and host/capabilities over JSON-RPC", async () => {
       const m = manifest("fake-honest-ts", { source: "ts" });
       const { host } = await testHost({ policy: policyFor([m]), providers: [m] });
       const toHost = new PassThrough();

@@ -37,7 +37,7 @@ const reasons = (r: { envelope: { coverage: { degraded: Array<{ reason: string }
 
 describe("the trusted base", () => {
   describe("when a gate denies", () => {
-    it("host §5: the same gate again, nothing changed, denies again (on a real level store)", async () => {
+    it("H5.5 host §5: the same gate again, nothing changed, denies again (on a real level store)", async () => {
       const repo = tempRepo({ "a.ts": "ok\n", "creds.env": "KEY=ASP-SECRET\n" });
       const host = await levelHost(storeDir());
       try {
@@ -62,7 +62,7 @@ describe("the trusted base", () => {
       }
     });
 
-    it("host §5: the deny survives a new host process on the same store", async () => {
+    it("H5.5 host §5: the deny survives a new host process on the same store", async () => {
       const repo = tempRepo({ "creds.env": "KEY=ASP-SECRET\n" });
       const dir = storeDir();
       const first = await levelHost(dir);
@@ -78,7 +78,7 @@ describe("the trusted base", () => {
   });
 
   describe("when an allow happened somewhere other than the gate", () => {
-    it("host §5: an interactive allow or a sweep allow is not a trusted base: the gate measures from the empty tree", async () => {
+    it("H5.5 host §5: an interactive allow or a sweep allow is not a trusted base: the gate measures from the empty tree", async () => {
       const repo = tempRepo({ "a.ts": "ok\n", "b.ts": "fine\n" });
       const host = await levelHost(storeDir());
       try {
@@ -93,7 +93,7 @@ describe("the trusted base", () => {
       }
     });
 
-    it("host §5: one repository spelled through a symlink has one trusted base", async () => {
+    it("H5.5 host §5: one repository spelled through a symlink has one trusted base", async () => {
       const repo = tempRepo({ "a.ts": "ok\n" });
       const link = join(tmp, `link-${stores}`);
       const { symlinkSync } = await import("node:fs");
@@ -127,7 +127,7 @@ describe("property: every gate equals a fresh host given the trusted base explic
     },
   );
 
-  it("host §5 / invariant 1: random edits, checks, gates and sweeps", async () => {
+  it("H5.5 host §5 / invariant 1: random edits, checks, gates and sweeps", async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: 7 }), async (steps) => {
@@ -187,7 +187,7 @@ describe("property: every gate equals a fresh host given the trusted base explic
 });
 
 describe("the worktree under the decision", () => {
-  it("invariant 6: a provider that writes a changed file during the gate gets worktree-changed, never allow", async () => {
+  it("H3.3 H5.5 invariant 6: a provider that writes a changed file during the gate gets worktree-changed, never allow", async () => {
     const repo = tempRepo({ "src/a.ts": "export const a = 1;\n" });
     const writer = manifest("fake-write-worktree", {
       source: "secrets",

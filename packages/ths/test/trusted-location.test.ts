@@ -69,7 +69,7 @@ describe("trusted locations", () => {
   });
 
   describe("when a trusted input lies inside the repository", () => {
-    it("threat model invariant 2: the repository's own asp.host.json and asp.policy.json are refused with the code", () => {
+    it("H2a.2 threat model invariant 2: the repository's own asp.host.json and asp.policy.json are refused with the code", () => {
       const { repo } = tree();
       const trusted = { file: join(repo, "asp.host.json"), policy: join(repo, "asp.policy.json") };
       expect(fields(repo, trusted)).toEqual(["config", "policy"]);
@@ -159,19 +159,19 @@ describe("trusted locations", () => {
   });
 
   describe("provider launch manifests", () => {
-    it("host §2: an executable inside the repository is refused", () => {
+    it("H2a.4 host §2: an executable inside the repository is refused", () => {
       const { repo, trusted } = tree();
       const m = provider(trusted, { executable: join(repo, "evil.mjs") });
       expect(manifestLocationsInside(repo, m).map((l) => l.field)).toEqual(["providers[acme.ts].executable"]);
     });
 
-    it("host §1/§2: a measured root inside the repository is refused (the candidate would choose what is measured)", () => {
+    it("H1.3 H2a.4 host §1/§2: a measured root inside the repository is refused (the candidate would choose what is measured)", () => {
       const { repo, trusted } = tree();
       const m = provider(trusted, { root: repo });
       expect(manifestLocationsInside(repo, m).map((l) => l.field)).toEqual(["providers[acme.ts].root"]);
     });
 
-    it("host §2: a cwd inside the repository is refused, and relative arguments then name paths inside it too", () => {
+    it("H2a.4 host §2: a cwd inside the repository is refused, and relative arguments then name paths inside it too", () => {
       const { repo, trusted } = tree();
       expect(manifestLocationsInside(repo, provider(trusted, { cwd: repo })).map((l) => l.field)).toEqual([
         "providers[acme.ts].cwd",

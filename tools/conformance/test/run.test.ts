@@ -17,7 +17,7 @@ const failed = (r: ConformanceReport): string[] => r.checks.filter((c) => c.stat
 
 describe("runConformance", () => {
   describe("when the provider conforms", () => {
-    it("passes the SDK's example provider (plugins/provider-example)", async () => {
+    it("H0.1 passes the SDK's example provider (plugins/provider-example)", async () => {
       const r = await run(EXAMPLE);
       expect(failed(r), formatReport(r)).toEqual([]);
       expect(r.passed).toBe(true);
@@ -45,7 +45,7 @@ describe("runConformance", () => {
   });
 
   describe("when the provider does not declare check", () => {
-    it("accepts an honest `unsupported` answer to check/assess (a capability gap, host §2)", async () => {
+    it("H2.3 accepts an honest `unsupported` answer to check/assess (a capability gap, host §2)", async () => {
       const r = await run(fixture("fake-edit-only.mjs"));
       expect(failed(r), formatReport(r)).toEqual([]);
     });
@@ -124,7 +124,7 @@ describe("runConformance", () => {
 // host §8: the response-size bound is judged on the framed Content-Length, by the kit exactly as
 // by the host (both through @asp/protocol's ProviderConnection). A provider that pads a small
 // answer with JSON whitespace is under the bound re-serialized and over it framed.
-describe("response size, judged as the host judges it (host §8)", () => {
+describe("H8.4 response size, judged as the host judges it (host §8)", () => {
   const BOUND = 16 * 1024;
   const padded = fixture("fake-padded-answer.mjs");
 

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
+import { registerApply, registerEdit, registerServe } from "./apply.js";
 import { registerConfig } from "./config.js";
 import { registerConformance } from "./conformance.js";
 import { registerCheck, registerGate, registerReceipts, registerSweep } from "./host.js";
@@ -14,6 +15,9 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerCheck,
   registerGate,
   registerSweep,
+  registerEdit,
+  registerApply,
+  registerServe,
   registerReceipts,
   registerStore,
   registerConfig,

@@ -272,22 +272,69 @@ export const AuditReceiptSchema = Type.Object(
 );
 export type AuditReceipt = Static<typeof AuditReceiptSchema>;
 
-/** Receipt of a mediated apply (host §6). Not applied means no baseline after. */
+/** What happened to one touched path during a mediated apply (host §6). */
+const ApplyFileOutcome = Type.Object(
+  {
+    path: RelPath,
+    /** The blob the path held before (null: absent). */
+    before: Type.Union([Digest, Type.Null()]),
+    /** The blob the apply meant it to hold (null: deleted). */
+    after: Type.Union([Digest, Type.Null()]),
+    outcome: StringEnum(["written", "deleted", "unchanged", "restored", "failed"]),
+  },
+  Closed,
+);
+
+/**
+ * Receipt of a mediated apply (host §6), appended to the fact log before the result is returned.
+ * Not applied means no baseline after. The validation decision is referenced by id, receipt id
+ * and envelope digest: the envelope itself is the decision record in the log.
+ */
 export const ApplyReceiptSchema = Type.Object(
   {
     $$type: Brand("ApplyReceipt"),
     version: Type.Literal(1),
     proposalId: Id,
+    /** The repository's real path. */
+    repo: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
     applied: Type.Boolean(),
     baselineBefore: Digest,
     baselineAfter: Type.Union([Digest, Type.Null()]),
-    decision: DecisionT,
+    /** The hypothetical after-tree the checks ran on (null when validation never got that far). */
+    hypotheticalAfter: Type.Optional(Type.Union([Digest, Type.Null()])),
+    /** The validation decision; null when the plan was refused before any check ran. */
+    decision: Type.Union([DecisionT, Type.Null()]),
+    validation: Type.Optional(
+      Type.Union([
+        Type.Object(
+          { decisionId: Id, receiptId: Id, envelopeDigest: Digest, callSite: CallSiteT },
+          { ...Closed, description: "the decision over the hypothetical after-state" },
+        ),
+        Type.Null(),
+      ]),
+    ),
     policyDigest: Digest,
     provenance: Type.Object({ provider: ProviderRef, digest: Digest }, Closed),
     authority: AuthorityEvidence,
     assuranceMode: AssuranceModeT,
     transactionGuarantee: TransactionGuaranteeT,
     directWriteRisk: Type.Boolean(),
+    sandbox: Type.Optional(Type.Union([Type.Object({ id: Id, digest: Digest }, Closed), Type.Null()])),
+    files: Type.Optional(Type.Array(ApplyFileOutcome, { maxItems: 10_000 })),
+    /** How many validate-and-apply rounds ran (re-proposals after a moved baseline count). */
+    attempts: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Touched paths that moved since the proposal and were 3-way merged. */
+    mergedPaths: Type.Optional(Type.Array(RelPath, { maxItems: 10_000 })),
+    /** Why nothing (or not all) was applied: a stable `ASP_APPLY_*` code and a bounded detail. */
+    rejection: Type.Optional(
+      Type.Object(
+        {
+          code: Type.String({ pattern: "^ASP_APPLY_[A-Z_]+$", maxLength: 128 }),
+          detail: Type.String({ maxLength: 4000 }),
+        },
+        Closed,
+      ),
+    ),
     reason: Type.Optional(Type.String({ maxLength: 4000 })),
     appliedAt: Timestamp,
   },
@@ -296,6 +343,7 @@ export const ApplyReceiptSchema = Type.Object(
     allOf: [
       when({ properties: { applied: { const: false } } }, { properties: { baselineAfter: { type: "null" } } }),
       when({ properties: { applied: { const: true } } }, { properties: { decision: { const: "allow" } } }),
+      when({ properties: { applied: { const: true } } }, { not: requires("rejection") }),
     ],
   },
 );

@@ -195,3 +195,17 @@ export const ProposeParamsSchema = Type.Object(
   Closed,
 );
 export type ProposeParams = Static<typeof ProposeParamsSchema>;
+
+/**
+ * `host/applyProposal` params (client -> host): the explicit apply intent for one recorded
+ * proposal (host §6). The repository is the one the serving host is bound to, never a client's
+ * choice; the call-site whose required checks validate the after-state defaults to `gate`.
+ */
+export const ApplyProposalParamsSchema = Type.Object(
+  {
+    proposalId: Id,
+    callSite: Type.Optional(StringEnum(CALL_SITES)),
+  },
+  Closed,
+);
+export type ApplyProposalParams = Static<typeof ApplyProposalParamsSchema>;

@@ -1,0 +1,239 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { CALL_SITES, type CallSite } from "@asp/contracts";
+import { type ComposedHost, serveHost } from "@asp/ths";
+import type { Command } from "commander";
+import type { CliContext } from "../context.js";
+import { UsageError } from "../errors.js";
+import { EXIT } from "../exit-codes.js";
+import { inert } from "../terminal.js";
+import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig, renderEnvelope } from "./host.js";
+import { openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
+
+type ProposeResult = Awaited<ReturnType<ComposedHost["propose"]>>;
+type ApplyResult = Awaited<ReturnType<ComposedHost["apply"]>>;
+
+function repoOf(ctx: CliContext, flag: string | undefined): string {
+  const repo = resolve(ctx.io.cwd, flag ?? ".");
+  if (!existsSync(repo)) {
+    throw new UsageError("ASP_CLI_BAD_INPUT", `no repository folder at ${repo}`, { data: { path: repo } });
+  }
+  return repo;
+}
+
+/**
+ * Run `fn` with a host composed from the trusted configuration, holding the store as its one
+ * writer (ADR 0003) for the whole command: a proposal or an apply is decided and recorded by one
+ * process at a time.
+ */
+async function withHost<T>(
+  ctx: CliContext,
+  verb: string,
+  flags: { config?: string; wait?: string },
+  repo: string,
+  fn: (host: ComposedHost) => Promise<T>,
+): Promise<T> {
+  // Threat model invariant 2: the candidate never configures the host that judges it.
+  const config = readHostConfig(ctx, flags.config, repo);
+  const store = await openForWriting(ctx, verb, config.store, parseWait(flags.wait));
+  let host: ComposedHost;
+  try {
+    // Edit providers launch when first used; the check providers only when the apply validates.
+    host = await hostFromConfig(ctx, config, { store, warm: false });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  try {
+    return await fn(host);
+  } finally {
+    try {
+      await host.close();
+    } finally {
+      await store.close();
+    }
+  }
+}
+
+/** `--args` / `--args-file`: the intent's JSON arguments. */
+function intentArguments(ctx: CliContext, flags: { args?: string; argsFile?: string }): unknown {
+  if (flags.args !== undefined && flags.argsFile !== undefined) {
+    throw new UsageError("ASP_CLI_USAGE", "give --args or --args-file, not both");
+  }
+  const text =
+    flags.argsFile !== undefined
+      ? (() => {
+          const path = resolve(ctx.io.cwd, flags.argsFile);
+          try {
+            return readFileSync(path, "utf8");
+          } catch (error) {
+            throw new UsageError("ASP_CLI_BAD_INPUT", `cannot read --args-file ${path}: ${(error as Error).message}`, {
+              data: { path },
+            });
+          }
+        })()
+      : flags.args;
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError("ASP_CLI_BAD_INPUT", `the intent arguments are not JSON: ${(error as Error).message}`);
+  }
+}
+
+/** The human rendering of a stored proposal: what it would change, or why it was rejected. */
+export function renderProposal(p: ProposeResult): string {
+  const t = inert;
+  const lines = [
+    `proposal ${t(p.proposalId)} from ${t(p.provider.id)}@${t(p.provider.version)}`,
+    `baseline ${t(p.baseline)}`,
+  ];
+  if (p.rejection !== undefined && p.rejection !== null) {
+    lines.push(`REJECTED ${t(p.rejection.code)}: ${t(p.rejection.detail)}`, "nothing can be applied from it");
+    return lines.join("\n");
+  }
+  const plan = p.plan;
+  if (plan !== undefined && plan !== null) {
+    if (plan.description !== undefined) lines.push(`  ${t(plan.description)}`);
+    for (const op of plan.operations) {
+      const where = "path" in op ? t(op.path) : `${t(op.from)} -> ${t(op.to)}`;
+      lines.push(`  ${t(op.op)} ${where}`);
+    }
+    lines.push(`apply it with: asp apply ${t(p.proposalId)}`);
+  }
+  return lines.join("\n");
+}
+
+/** The human rendering of an apply receipt (and the validation decision when one was made). */
+export function renderApply(r: ApplyResult): string {
+  const t = inert;
+  const rc = r.receipt;
+  const lines = [
+    `${rc.applied ? "APPLIED" : "NOT APPLIED"} proposal ${t(rc.proposalId)}  validation ${t(rc.decision)}`,
+    `baseline before ${t(rc.baselineBefore)}`,
+    `baseline after  ${rc.baselineAfter === null ? "- (nothing written)" : t(rc.baselineAfter)}`,
+    `assurance ${t(rc.assuranceMode)}${rc.directWriteRisk ? " (direct-write-risk)" : ""}  transaction ${t(rc.transactionGuarantee)}`,
+  ];
+  const extra = rc as typeof rc & {
+    readonly rejection?: { readonly code: string; readonly detail: string } | null;
+    readonly files?: ReadonlyArray<{ readonly path: string; readonly outcome: string }>;
+  };
+  if (extra.rejection !== undefined && extra.rejection !== null) {
+    lines.push(`rejected ${t(extra.rejection.code)}: ${t(extra.rejection.detail)}`);
+  } else if (rc.reason !== undefined) {
+    lines.push(`reason ${t(rc.reason)}`);
+  }
+  for (const f of extra.files ?? []) lines.push(`  ${t(f.outcome)} ${t(f.path)}`);
+  if (r.envelope !== null) lines.push("validation decision:", renderEnvelope(r.envelope));
+  return lines.join("\n");
+}
+
+/** Exit code of an apply: 0 applied, 1 the validation denied it, 2 anything else not applied. */
+function exitOfApply(r: ApplyResult): number {
+  if (r.receipt.applied) return EXIT.ok;
+  return r.receipt.decision === "deny" ? EXIT.deny : EXIT.indeterminate;
+}
+
+/**
+ * `asp edit propose`: ask an edit provider for a plan, validate it and record it durably (host §6
+ * step 1). Nothing is written to the worktree; `asp apply PROPOSAL_ID` applies it on explicit intent.
+ */
+export function registerEdit(program: Command, ctx: CliContext): void {
+  const edit = program.command("edit").description("ask edit providers for plans; nothing is written (see asp apply)");
+  edit
+    .command("propose")
+    .description(
+      "ask an edit provider for a plan against the worktree, validate and record it (exit 0 valid plan, 2 rejected)",
+    )
+    .requiredOption("--intent <kind>", "the intent kind (e.g. replace, create, plan: see the provider's README)")
+    .option("--args <json>", "the intent's arguments as JSON")
+    .option("--args-file <path>", "read the intent's arguments from a JSON file")
+    .option("--description <text>", "what the change is for (recorded with the proposal)")
+    .option("--provider <id>", "the edit provider (default: the only one configured)")
+    .option("--repo <dir>", "the repository", ".")
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option("--wait <seconds>", WAIT_OPTION_HELP)
+    .action(
+      async (flags: {
+        intent: string;
+        args?: string;
+        argsFile?: string;
+        description?: string;
+        provider?: string;
+        repo?: string;
+        config?: string;
+        wait?: string;
+      }) => {
+        const repo = repoOf(ctx, flags.repo);
+        const args = intentArguments(ctx, flags);
+        const result = await withHost(ctx, "edit propose", flags, repo, (host) =>
+          host.propose({
+            repo,
+            ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+            intent: {
+              kind: flags.intent,
+              ...(flags.description === undefined ? {} : { description: flags.description }),
+              ...(args === undefined ? {} : { arguments: args }),
+            },
+          }),
+        );
+        ctx.print(renderProposal(result), result);
+        ctx.setExit(result.rejection === undefined || result.rejection === null ? EXIT.ok : EXIT.indeterminate);
+      },
+    );
+}
+
+/**
+ * `asp apply PROPOSAL_ID`: the explicit apply intent (host §6): the host re-validates the recorded
+ * plan, runs the call-site's required checks on the hypothetical after-state, and writes only on
+ * allow, reporting the guarantee it enforced in a durable apply receipt.
+ */
+export function registerApply(program: Command, ctx: CliContext): void {
+  program
+    .command("apply <proposalId>")
+    .description(
+      "apply a recorded proposal after the required checks allow its after-state (exit 0 applied, 1 denied, 2 not applied otherwise)",
+    )
+    .option("--call-site <site>", "the call-site whose required checks validate the after-state", "gate")
+    .option("--repo <dir>", "the repository", ".")
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option("--wait <seconds>", WAIT_OPTION_HELP)
+    .action(async (proposalId: string, flags: { callSite: string; repo?: string; config?: string; wait?: string }) => {
+      if (!(CALL_SITES as readonly string[]).includes(flags.callSite)) {
+        throw new UsageError("ASP_CLI_USAGE", `--call-site must be one of ${CALL_SITES.join(", ")}`);
+      }
+      const repo = repoOf(ctx, flags.repo);
+      const result = await withHost(ctx, "apply", flags, repo, (host) =>
+        host.apply({ repo, proposalId, callSite: flags.callSite as CallSite }),
+      );
+      ctx.print(renderApply(result), result);
+      ctx.setExit(exitOfApply(result));
+    });
+}
+
+/**
+ * `asp serve --stdio`: answer a harness's JSON-RPC requests (`host/status`, `host/capabilities`,
+ * `host/applyProposal`) on stdin/stdout until the input ends. The store is held for the session.
+ */
+export function registerServe(program: Command, ctx: CliContext): void {
+  program
+    .command("serve")
+    .description(
+      "serve host/status, host/capabilities and host/applyProposal over JSON-RPC on stdio (LSP framing) until stdin closes",
+    )
+    .requiredOption("--stdio", "use stdin/stdout (the only transport so far)")
+    .option("--repo <dir>", "the repository applies are bound to", ".")
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option("--wait <seconds>", WAIT_OPTION_HELP)
+    .action(async (flags: { repo?: string; config?: string; wait?: string }) => {
+      const repo = repoOf(ctx, flags.repo);
+      await withHost(ctx, "serve", flags, repo, async (host) => {
+        const connection = serveHost(host, process.stdin, process.stdout, { repo });
+        await new Promise<void>((done) => {
+          connection.onClose(() => done());
+          process.stdin.once("end", () => done());
+        });
+        connection.dispose();
+      });
+    });
+}

@@ -1,0 +1,120 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createStreamConnection } from "@asp/protocol";
+import { git } from "@asp/test-utils";
+import { describe, expect, it } from "vitest";
+import { exampleCopy, FAKE_AWS_KEY } from "./example-copy.js";
+import { BIN, REPO_ROOT, runBinary } from "./helpers.js";
+
+// Issue 13 item 3, end to end as a user runs it: `asp edit propose` records a plan from the real,
+// signed provider-text-edit; `asp apply` applies it only after the gate's required checks allow
+// the hypothetical after-state, and prints the apply receipt (host §6).
+
+const json = (stdout: string): Record<string, unknown> => JSON.parse(stdout) as Record<string, unknown>;
+
+function propose(config: string, repo: string, args: unknown, intent = "replace") {
+  return runBinary([
+    "edit",
+    "propose",
+    "--json",
+    "--config",
+    config,
+    "--repo",
+    repo,
+    "--provider",
+    "asp.provider-text-edit",
+    "--intent",
+    intent,
+    "--args",
+    JSON.stringify(args),
+  ]);
+}
+
+describe("asp edit propose, then asp apply, on the example repository", () => {
+  it("H6 host §6: an allowed plan is applied; the receipt names both baselines and the guarantee", () => {
+    const { repo, config } = exampleCopy();
+    const before = readFileSync(join(repo, "src", "math.ts"), "utf8");
+    const p = propose(config, repo, {
+      path: "src/math.ts",
+      oldText: "/** Clamp `value` into `[min, max]`. */",
+      newText: "/** Clamp `value` into the closed range `[min, max]`. */",
+    });
+    expect(p.code, p.stderr).toBe(0);
+    const proposal = json(p.stdout);
+    expect(proposal.rejection ?? null).toBeNull();
+    // Proposing writes nothing.
+    expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toBe(before);
+
+    const a = runBinary(["apply", String(proposal.proposalId), "--json", "--config", config, "--repo", repo]);
+    expect(a.code, a.stderr).toBe(0);
+    const { receipt, envelope } = json(a.stdout) as {
+      receipt: Record<string, unknown>;
+      envelope: { decision: string } | null;
+    };
+    expect(receipt.applied).toBe(true);
+    expect(receipt.decision).toBe("allow");
+    expect(envelope?.decision).toBe("allow");
+    expect(receipt.baselineBefore).toBe(proposal.baseline);
+    expect(receipt.baselineAfter).not.toBeNull();
+    expect(receipt.baselineAfter).not.toBe(receipt.baselineBefore);
+    expect(["rollback_attempted", "staged_snapshot"]).toContain(receipt.transactionGuarantee);
+    expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain("the closed range");
+
+    // The human rendering of the same kind of run, and a second apply of the same proposal is refused.
+    const again = runBinary(["apply", String(proposal.proposalId), "--config", config, "--repo", repo]);
+    expect(again.code).not.toBe(0);
+  }, 300_000);
+
+  it("H6 host §6: a plan whose after-state the gate denies is not applied, and nothing is written", () => {
+    const { repo, config } = exampleCopy();
+    const p = propose(
+      config,
+      repo,
+      { path: "src/keys.ts", content: `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n` },
+      "create",
+    );
+    expect(p.code, p.stderr).toBe(0);
+    const proposal = json(p.stdout);
+    const a = runBinary(["apply", String(proposal.proposalId), "--config", config, "--repo", repo]);
+    expect(a.code, a.stderr).toBe(1);
+    expect(a.stdout).toMatch(/^NOT APPLIED/);
+    expect(a.stdout).toMatch(/baseline after {2}- \(nothing written\)/);
+    expect(git(repo, "status", "--porcelain")).toBe("");
+  }, 300_000);
+
+  it("H6 host §6: host/applyProposal on asp serve --stdio applies on request, never on a notification", async () => {
+    const { repo, config } = exampleCopy();
+    const p = propose(config, repo, { path: "src/math.ts", oldText: "Arithmetic mean", newText: "The mean" });
+    expect(p.code, p.stderr).toBe(0);
+    const proposalId = String(json(p.stdout).proposalId);
+
+    const child = spawn(process.execPath, [BIN, "serve", "--stdio", "--config", config, "--repo", repo], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const conn = createStreamConnection(child.stdout, child.stdin);
+    conn.listen();
+    try {
+      // A notification is not an apply intent.
+      await conn.sendNotification("host/applyProposal", { proposalId });
+      const status = (await conn.sendRequest("host/status", null)) as { $$type: string };
+      expect(status.$$type).toBe("@asp/HostStatus");
+      expect(git(repo, "status", "--porcelain")).toBe("");
+
+      const bad = conn.sendRequest("host/applyProposal", { proposalId, repo: "/elsewhere" });
+      await expect(bad).rejects.toMatchObject({ code: -32602 });
+
+      const result = (await conn.sendRequest("host/applyProposal", { proposalId })) as {
+        receipt: { applied: boolean; proposalId: string };
+      };
+      expect(result.receipt).toMatchObject({ applied: true, proposalId });
+      expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain("The mean");
+    } finally {
+      conn.dispose();
+      child.stdin.end();
+      await new Promise((done) => child.once("exit", done));
+    }
+  }, 300_000);
+});

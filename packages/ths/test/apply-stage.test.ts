@@ -1,0 +1,147 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { RecoverRequest, StageRequest } from "@asp/contracts";
+import type { Sandbox } from "@asp/plugin-host";
+import { describe, expect, it } from "vitest";
+import { writeDirect } from "../src/apply/write.js";
+import { THS_TOKENS } from "../src/index.js";
+import { applyRepo, editManifest, replaceIntent } from "./apply-helpers.js";
+import { policyFor, testHost } from "./helpers.js";
+
+type Behaviour = "honest" | "throws" | "refuses" | "writes-more";
+
+/** An in-process staging sandbox (the port a `sandbox-staged-snapshot` plugin implements), recording its calls. */
+function fakeStager(behaviour: Behaviour) {
+  const calls: { stage: StageRequest[]; recover: RecoverRequest[] } = { stage: [], recover: [] };
+  const sandbox: Sandbox = {
+    id: "fake-stager",
+    version: "1.0.0",
+    digest: `sha256:${"a".repeat(64)}`,
+    capabilities: ["sandbox:staged_snapshot"],
+    async stage(request) {
+      calls.stage.push(request);
+      if (behaviour === "throws") throw new Error("disk full");
+      if (behaviour === "refuses") return { applied: false, guarantee: "none", detail: "staging failed" };
+      for (const w of request.writes) {
+        mkdirSync(dirname(join(request.root, w.path)), { recursive: true });
+        if (w.content !== null) writeFileSync(join(request.root, w.path), w.content);
+      }
+      if (behaviour === "writes-more") writeFileSync(join(request.root, "extra.txt"), "not in the plan\n");
+      return { applied: true, guarantee: "staged_snapshot" };
+    },
+    async recover(request) {
+      calls.recover.push(request);
+      return { outcome: "none" };
+    },
+  };
+  return { sandbox, calls };
+}
+
+async function stagedHost(behaviour: Behaviour) {
+  const journals = mkdtempSync(join(tmpdir(), "asp-journals-"));
+  const { sandbox, calls } = fakeStager(behaviour);
+  const { host } = await testHost({
+    policy: policyFor([]),
+    providers: [editManifest("fake-edit-honest")],
+    warm: false,
+    register: (c) => {
+      c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [sandbox] } });
+      c.register(THS_TOKENS.ApplyJournalDir, { useValue: { dir: journals } });
+    },
+  });
+  return { host, calls, journals };
+}
+
+const journalOf = (journals: string, repo: string) =>
+  join(journals, createHash("sha256").update(realpathSync(repo)).digest("hex").slice(0, 16));
+
+describe("publishing an apply", () => {
+  describe("when a staging sandbox is granted", () => {
+    it("host §6: stages whole-file writes with the repository's journal and reports the sandbox's guarantee", async () => {
+      const { host, calls, journals } = await stagedHost("honest");
+      try {
+        const repo = applyRepo();
+        const p = await host.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
+        const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+        expect(receipt).toMatchObject({
+          applied: true,
+          transactionGuarantee: "staged_snapshot",
+          sandbox: { id: "fake-stager", digest: `sha256:${"a".repeat(64)}` },
+        });
+        expect(calls.stage).toHaveLength(1);
+        expect(calls.stage[0]?.journalDir).toBe(journalOf(journals, repo));
+        expect(calls.stage[0]?.root).toBe(realpathSync(repo));
+        expect(calls.stage[0]?.writes.map((w) => [w.path, Buffer.from(w.content ?? []).toString()])).toEqual([
+          ["src/a.ts", "export const a = 2;\n"],
+        ]);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it("host §6: recovers a repository whose journal folder exists before evaluating or applying it", async () => {
+      const { host, calls, journals } = await stagedHost("honest");
+      try {
+        const repo = applyRepo();
+        await host.gate({ repo });
+        expect(calls.recover).toHaveLength(0);
+        mkdirSync(journalOf(journals, repo), { recursive: true });
+        await host.gate({ repo });
+        expect(calls.recover).toEqual([{ root: realpathSync(repo), journalDir: journalOf(journals, repo) }]);
+      } finally {
+        await host.close();
+      }
+    });
+
+    it.each(["throws", "refuses"] as const)(
+      "host §6: a sandbox that %s publishes nothing and claims no guarantee",
+      async (behaviour) => {
+        const { host } = await stagedHost(behaviour);
+        try {
+          const repo = applyRepo();
+          const p = await host.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
+          const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+          expect(receipt).toMatchObject({
+            applied: false,
+            baselineAfter: null,
+            transactionGuarantee: "none",
+            rejection: { code: "ASP_APPLY_WRITE_FAILED" },
+          });
+        } finally {
+          await host.close();
+        }
+      },
+    );
+
+    it("host §6: a published worktree that is not the validated after-tree claims no guarantee and says so", async () => {
+      const { host } = await stagedHost("writes-more");
+      try {
+        const repo = applyRepo();
+        const p = await host.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
+        const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
+        expect(receipt.applied).toBe(true);
+        expect(receipt.baselineAfter).not.toBe(receipt.hypotheticalAfter);
+        expect(receipt.transactionGuarantee).toBe("none");
+        expect(receipt.reason).toMatch(/not the validated after-tree/);
+      } finally {
+        await host.close();
+      }
+    });
+  });
+
+  describe("when the host writes itself", () => {
+    it("host §6: a failing write restores what was already changed (rollback_attempted)", () => {
+      const root = applyRepo();
+      writeFileSync(join(root, "blocker"), "a file where a folder is needed\n");
+      const result = writeDirect(root, [
+        { path: "README.md", content: new TextEncoder().encode("# changed\n"), mode: "100644" },
+        { path: "blocker/x.ts", content: new TextEncoder().encode("x\n"), mode: "100644" },
+      ]);
+      expect(result.ok).toBe(false);
+      expect(Object.fromEntries(result.outcomes)).toEqual({ "README.md": "restored", "blocker/x.ts": "failed" });
+      expect(readFileSync(join(root, "README.md"), "utf8")).toBe("# demo\n");
+    });
+  });
+});
