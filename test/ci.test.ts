@@ -19,7 +19,12 @@ describe("README and CI", () => {
     const [main, test] = shBlocks(readme);
     expect(main).toContain("pnpm asp gate --config examples/asp.host.json --repo examples/demo-repo");
     expect(test).toBe("corepack enable && pnpm install --frozen-lockfile && pnpm test");
+    // The one other block: bubblewrap from Debian when bwrap is missing (the sandbox tests need it).
+    const bwrapBlock = /^if ! command -v bwrap [^\n]*\n[\s\S]*?^fi$/m;
+    expect(ciRun).toMatch(bwrapBlock);
+    expect(ciRun.match(bwrapBlock)?.[0]).toContain("apt-get install -y -qq bubblewrap");
     const commands = ciRun
+      .replace(bwrapBlock, "")
       .split("\n")
       .filter((l) => l.trim() !== "" && !l.startsWith("#") && !/^(set|cd|export) /.test(l));
     expect(commands).toEqual([test]);

@@ -25,12 +25,13 @@ import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure
 import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
+import { type LaunchRecord, ProviderLauncher } from "./launcher.js";
 import { candidatePolicyFailures } from "./policy-change.js";
 import {
+  achievedAssurance,
   authorityEvidence,
   initializedGrants,
   requiredRequirements,
-  SUBPROCESS_ISOLATION,
   verifiedGrants,
 } from "./policy-view.js";
 import { appendDecision, buildReceipt } from "./receipts.js";
@@ -89,6 +90,13 @@ export interface EvaluateResult {
   readonly failOpens: readonly FailOpen[];
 }
 
+/** One check provider's evaluation: what decide sees, what it answered, and how its process was launched. */
+interface Evaluated {
+  readonly eval: ProviderEvaluation;
+  readonly outcome: AssessOutcome;
+  readonly launch: LaunchRecord | null;
+}
+
 /** `host/capabilities`: per capability family, the providers offering it and their state. */
 export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: string; readonly state: ProviderState }>>;
 
@@ -102,6 +110,8 @@ export class Host {
   private readonly supervisors: ProviderSupervisor[];
   /** Propose, validate and apply (host §4, §6): serialized per repository. */
   private readonly applier: Applier;
+  /** Launches every provider through the granted sandbox (host §3). */
+  private readonly launcher: ProviderLauncher;
   private closed = false;
   /** Recent durations from "providers answered" to "receipt durable" (ms), newest last. */
   private readonly tails: number[] = [];
@@ -125,9 +135,25 @@ export class Host {
     /** Where apply journals live (beside the store); `dir: null` for an in-memory store. */
     @inject(THS_TOKENS.ApplyJournalDir) readonly applyJournalDir: { readonly dir: string | null },
   ) {
+    // The store folder is what its journal folder sits beside (`<store>.journal`); null in memory.
+    const journal = applyJournalDir.dir;
+    this.launcher = new ProviderLauncher(
+      sandboxes.sandboxes,
+      journal?.endsWith(".journal") === true ? journal.slice(0, -".journal".length) : null,
+    );
     this.supervisors = providerSet.providers.map(
       // host §8: each supervisor restores its provider's stored health before its first launch.
-      (p) => new ProviderSupervisor(p, budgets, timings, info, initializedGrants(policy, p.manifest), env, log),
+      (p) =>
+        new ProviderSupervisor(
+          p,
+          budgets,
+          timings,
+          info,
+          initializedGrants(policy, p.manifest),
+          env,
+          log,
+          this.launcher,
+        ),
     );
     this.applier = new Applier({
       objects,
@@ -144,9 +170,15 @@ export class Host {
     });
   }
 
-  /** Launch and initialize every provider now, in parallel (failures are recorded, not thrown). */
+  /**
+   * Launch and initialize now, in parallel, every provider whose trusted manifest declares
+   * `check` (failures are recorded, not thrown). Edit- and inspect-only providers are launched
+   * when first used: a process that is never asked anything is never started.
+   */
   async warm(timeoutMs = 10_000): Promise<void> {
-    await Promise.all(this.supervisors.map((s) => s.warm(timeoutMs)));
+    await Promise.all(
+      this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check")).map((s) => s.warm(timeoutMs)),
+    );
   }
 
   /** `asp check`: the interactive call-site (one whole-host time ceiling). */
@@ -183,6 +215,8 @@ export class Host {
     const timeout = this.budgets.timeoutMs[callSite];
     const interactiveDeadline = started + timeout - this.tailReserve(timeout);
     const repo = resolve(options.repo ?? process.cwd());
+    // A provider launched from now on never sees this repository (deny list of the sandbox).
+    this.launcher.denyRepository(repo);
     const progress = options.onProgress ?? (() => {});
     const policy = this.policy;
     const hypo = options.hypothetical;
@@ -222,7 +256,7 @@ export class Host {
     // inspect-only provider is not a check source, so it neither runs nor degrades check coverage.
     const checkers = this.supervisors.filter((s) => s.provider.manifest.capabilities.includes("check"));
     const evaluations = await Promise.all(
-      checkers.map(async (sup): Promise<{ eval: ProviderEvaluation; outcome: AssessOutcome }> => {
+      checkers.map(async (sup): Promise<Evaluated> => {
         const m = sup.provider.manifest;
         const grants = verifiedGrants(policy, m, callSite);
         progress({ phase: "provider-start", provider: m.id });
@@ -265,6 +299,8 @@ export class Host {
         // host §1: identity and integrity are measured (a plugin's verified signature and digest, a
         // configured provider's root digest equal to its pin), never taken from the initialize reply.
         // A launch refused because the root no longer measures as pinned fails the axis too.
+        // host §3: how the provider's process was really launched; nothing ran if it never was.
+        const launch = sup.launched;
         const measured =
           outcome.kind === "failed" && outcome.failClass === "integrity_unverified"
             ? "failed"
@@ -284,16 +320,16 @@ export class Host {
             authority: authorityEvidence(policy, m, callSite, {
               identity: measured,
               integrity: measured,
-              isolated: false,
+              isolated: launch?.mode === "isolated",
             }),
             outcome:
               outcome.kind === "ok"
                 ? { kind: "ok", assessment: outcome.assessment }
                 : { kind: "failed", failClass: outcome.failClass, detail: outcome.detail },
-            // host §3: a local subprocess can write the real worktree, and nothing confines it.
-            directWrite: true,
-            isolation: SUBPROCESS_ISOLATION,
+            directWrite: launch?.directWrite ?? false,
+            isolation: launch?.mode ?? "advisory",
           },
+          launch,
         };
       }),
     );
@@ -347,6 +383,10 @@ export class Host {
 
     progress({ phase: "deciding" });
     const providers = [...evaluations.map((e) => e.eval), ...refused];
+    // host §3: every process this host has launched (granted or not, this call-site's or not: an
+    // unconfined one can write the worktree or the store, or leave a child that does) bounds the
+    // assurance of this decision.
+    const launches = this.supervisors.flatMap((s) => (s.launched === null ? [] : [{ id: s.id, record: s.launched }]));
     const decisionId = this.ids.next("decision");
     const receiptId = this.ids.next("receipt");
     const { envelope: decided, failOpens } = decide({
@@ -358,13 +398,22 @@ export class Host {
       changeset: cs?.digest ?? null,
       required,
       providers,
-      assurance: { mode: "gated", directWriteRisk: this.supervisors.length > 0 },
+      assurance: achievedAssurance(launches.map((l) => l.record)),
       requirementFailures: [...(options.requirementFailures ?? []), ...policyFailures, ...worktreeFailures],
       decisionId,
       decidedAt: this.clock.now().toISOString(),
     });
     const envelope: DecisionEnvelope = {
       ...decided,
+      assurance: {
+        ...decided.assurance,
+        providers: [
+          ...launches.map(({ id, record }) => providerAssurance(id, record)),
+          ...evaluations
+            .filter((e) => e.launch === null)
+            .map((e) => providerAssurance(e.eval.provider.id, null, e.outcome)),
+        ],
+      },
       receipt: { id: receiptId, location: `asp-store:${this.storeId}/receipts/${receiptId}` },
     };
     const receipt = buildReceipt(envelope, {
@@ -501,4 +550,31 @@ export class Host {
     if (this.closed) throw new ThsError("ASP_THS_CLOSED", "the host is closed");
     return this.applier.applyMany(proposalIds, options, resolve(options.repo ?? process.cwd()));
   }
+}
+
+/** One provider's line of `assurance.providers[]`: how its process was launched, or why it never was. */
+function providerAssurance(
+  id: string,
+  record: LaunchRecord | null,
+  outcome?: AssessOutcome,
+): NonNullable<DecisionEnvelope["assurance"]["providers"]>[number] {
+  if (record === null) {
+    const why = outcome?.kind === "failed" ? `${outcome.failClass}: ${outcome.detail}` : "never launched";
+    return {
+      provider: id,
+      mode: "advisory",
+      mechanism: "not launched",
+      sandbox: null,
+      directWrite: false,
+      reason: `not launched (${why})`.slice(0, 2000),
+    };
+  }
+  return {
+    provider: id,
+    mode: record.mode,
+    mechanism: record.mechanism.slice(0, 500),
+    sandbox: record.sandbox === null ? null : { id: record.sandbox.id, digest: record.sandbox.digest },
+    directWrite: record.directWrite,
+    ...(record.reason === undefined ? {} : { reason: record.reason.slice(0, 2000) }),
+  };
 }

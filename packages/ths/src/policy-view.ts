@@ -70,14 +70,27 @@ export function initializedGrants(
   return [...out.values()];
 }
 
+/** The assurance modes, weakest first (host §3). */
+const MODE_ORDER: readonly AssuranceMode[] = ["advisory", "gated", "mediated-write", "isolated"];
+
 /**
- * The isolation a provider really runs under, from how the host launched it (host §3), used for
- * `severityCaps[].isolation` and never taken from the host's assurance mode. Every provider
- * today is a plain local subprocess that can read and write whatever its user can: nothing
- * confines it, so the only honest mode is `advisory`, the weakest. A launcher that enforces
- * more (a sandbox plugin) would report its own mode.
+ * The assurance a decision achieved (host §3), from how each provider process this host
+ * launched was confined: the weakest of their modes, each counted as at least `gated`, because
+ * the host alone decides and re-snapshots the worktree after the providers answer, so a write
+ * is detected (`worktree_changed`) whatever a provider's confinement. Only a sandbox that
+ * enforces more (bubblewrap: `isolated`) raises it. `directWriteRisk` is set when any of them
+ * could write the real worktree. With no launched provider: `gated`, no risk.
  */
-export const SUBPROCESS_ISOLATION: AssuranceMode = "advisory";
+export function achievedAssurance(
+  launches: ReadonlyArray<{ readonly mode: AssuranceMode; readonly directWrite: boolean }>,
+): {
+  mode: AssuranceMode;
+  directWriteRisk: boolean;
+} {
+  if (launches.length === 0) return { mode: "gated", directWriteRisk: false };
+  const rank = Math.min(...launches.map((l) => Math.max(MODE_ORDER.indexOf(l.mode), 1)));
+  return { mode: MODE_ORDER[rank] ?? "gated", directWriteRisk: launches.some((l) => l.directWrite) };
+}
 
 /**
  * Evidence on the five authority axes (host §1 "Authority axes"). `identity` and `integrity`

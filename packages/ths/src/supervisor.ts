@@ -28,6 +28,7 @@ import type { Budgets, SupervisorTimings } from "./budgets.js";
 import { type ContentView, RequestScope } from "./content.js";
 import { freshnessMismatch } from "./freshness.js";
 import { loadHealth, outcomeOfAssessment, ProviderHealth, type ProviderStatus } from "./health.js";
+import { type LaunchRecord, PLAIN_SUBPROCESS, type ProviderLauncher } from "./launcher.js";
 
 /** A provider the host may launch: trusted launch configuration plus where it came from. */
 export interface TrustedProvider {
@@ -126,6 +127,7 @@ export class ProviderSupervisor {
   private closing = false;
   private requestCounter = 0;
   private restartTimer: NodeJS.Timeout | null = null;
+  private launchRecord: LaunchRecord | null = null;
 
   constructor(
     readonly provider: TrustedProvider,
@@ -136,6 +138,8 @@ export class ProviderSupervisor {
     private readonly env: Readonly<Record<string, string | undefined>>,
     /** Where health is restored from; without it, health lives only as long as this supervisor. */
     private readonly store?: FactLog,
+    /** Launches through the host's sandbox (host §3); without it, a plain subprocess reported as advisory. */
+    private readonly launcher?: ProviderLauncher,
   ) {
     const m = provider.manifest;
     this.health = new ProviderHealth(
@@ -197,6 +201,11 @@ export class ProviderSupervisor {
   /** The `initialize` answer of the running session, if any. */
   get initialized(): InitializeResult | null {
     return this.init;
+  }
+
+  /** How the latest process was launched (mode, mechanism, sandbox, direct write); null before any launch. */
+  get launched(): LaunchRecord | null {
+    return this.launchRecord;
   }
 
   private setState(state: ProviderState, family?: CapabilityFamily): void {
@@ -329,12 +338,16 @@ export class ProviderSupervisor {
       };
     }
     const m = this.provider.manifest;
-    const spec: LaunchSpec = {
+    const requested: LaunchSpec = {
       executable: m.executable,
       args: m.args,
       cwd: m.cwd,
       env: launchEnvironment(m, this.env),
     };
+    // host §3: every launch goes through the host's sandbox; what it enforced is recorded as is.
+    const { spec, record } = await this.confine(requested);
+    if (this.closing) return { ok: false, failClass: "unavailable", detail: "the host is closing" };
+    this.launchRecord = record;
     if (this.launches > 0) this.health.restarted();
     this.launches++;
     this.sessionCallbacks = 0;
@@ -385,6 +398,20 @@ export class ProviderSupervisor {
     conn.notify(METHODS.initialized, { grants: this.grants } satisfies InitializedParams);
     this.setState("initialized");
     return { ok: true };
+  }
+
+  private confine(spec: LaunchSpec): Promise<{ spec: LaunchSpec; record: LaunchRecord }> {
+    if (this.launcher !== undefined) return this.launcher.launch(spec, this.provider.manifest);
+    return Promise.resolve({
+      spec,
+      record: {
+        mode: "advisory",
+        mechanism: PLAIN_SUBPROCESS,
+        sandbox: null,
+        directWrite: true,
+        reason: "no sandbox plugin granted: a plain subprocess can write the worktree",
+      },
+    });
   }
 
   private classify(f: CallFailure, conn: ProviderConnection): [FailClass, ProviderState, string] {

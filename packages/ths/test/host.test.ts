@@ -18,7 +18,12 @@ describe("Host", () => {
       expect(envelope.decision).toBe("allow");
       expect([...envelope.coverage.ran].sort()).toEqual(["req-fake-honest-secrets", "req-fake-honest-ts"]);
       expect(envelope.coverage.degraded).toEqual([]);
-      expect(envelope.assurance).toEqual({ mode: "gated", directWriteRisk: true });
+      // host §3: plain subprocesses (no sandbox plugin): each advisory with direct write; the host gates.
+      expect(envelope.assurance).toMatchObject({ mode: "gated", directWriteRisk: true });
+      expect(envelope.assurance.providers?.map((p) => [p.provider, p.mode, p.directWrite, p.sandbox])).toEqual([
+        ["fake-honest-ts", "advisory", true, null],
+        ["fake-honest-secrets", "advisory", true, null],
+      ]);
     });
 
     it("H1.1 denies when a granted provider reports an error, with a nextStep on the gating finding", async () => {

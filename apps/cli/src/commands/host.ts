@@ -102,6 +102,15 @@ export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): s
   }
   lines.push(
     `assurance ${t(envelope.assurance.mode)}${envelope.assurance.directWriteRisk ? " (direct-write-risk)" : ""}`,
+  );
+  // host §3: how each provider process was really confined, and why when it was not.
+  for (const p of envelope.assurance.providers ?? []) {
+    const via = p.sandbox === null ? "" : ` via ${t(p.sandbox.id)}`;
+    lines.push(
+      `  ${t(p.provider)}: ${t(p.mode)}${p.directWrite ? " (direct-write)" : ""}${via}: ${t(p.mechanism)}${p.reason === undefined ? "" : `; ${t(p.reason)}`}`,
+    );
+  }
+  lines.push(
     envelope.receipt === undefined
       ? "receipt  -"
       : `receipt  ${t(envelope.receipt.id)} stored in ${t(storeDir ?? envelope.receipt.location)} (asp receipts show ${t(envelope.receipt.id)})`,
