@@ -91,16 +91,31 @@ export function matchingGrants(policy: Policy, manifest: PluginManifest): GrantR
  * Refuse a grant for a requirement `policy` does not define: pinning never creates requirements
  * (what a gate requires is the policy author's decision, not the plugin's).
  *
- * @throws PluginError `ASP_PLUGIN_UNKNOWN_REQUIREMENT` naming the requirement and how to add it.
+ * With the provider's `manifest`, the example requirement in the message uses its capability and
+ * diagnostic sources.
+ *
+ * @throws PluginError `ASP_PLUGIN_UNKNOWN_REQUIREMENT` naming the requirement and how to add it
+ *   (`data.example`: a requirement to paste).
  */
-export function assertRequirementsExist(policy: Policy, grants: readonly GrantRequest[]): void {
+export function assertRequirementsExist(
+  policy: Policy,
+  grants: readonly GrantRequest[],
+  manifest?: PluginManifest,
+): void {
   const known = new Set(policy.requirements.map((r) => r.id));
   const missing = grants.find((g) => !known.has(g.requirement));
   if (missing === undefined) return;
+  // The example requirement is what this provider could serve, when its manifest is known.
+  const example = {
+    id: missing.requirement,
+    capability: manifest?.capabilities.find((c) => ["check", "inspect", "edit"].includes(c)) ?? "check",
+    sources: manifest?.diagnosticSources.length ? manifest.diagnosticSources : ["<diagnostic source>"],
+    callSites: missing.callSites,
+  };
   throw new PluginError(
     "ASP_PLUGIN_UNKNOWN_REQUIREMENT",
-    `the policy defines no requirement ${JSON.stringify(missing.requirement)}; add it to requirements[] first, e.g. { "id": ${JSON.stringify(missing.requirement)}, "capability": "check", "sources": ["<your diagnostic source>"], "callSites": ["gate"] }, then pin again`,
-    { data: { requirement: missing.requirement, known: [...known] } },
+    `the policy defines no requirement ${JSON.stringify(missing.requirement)}; pinning never creates one: add it to the policy's requirements[] first, e.g. ${JSON.stringify(example)}, then pin again`,
+    { data: { requirement: missing.requirement, known: [...known], example } },
   );
 }
 
