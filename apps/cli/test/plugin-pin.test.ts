@@ -198,19 +198,16 @@ describe("asp plugin pin (issue 18 item 4)", () => {
     const { dir, policyFile } = workspace();
     const verifier = join(dir, "verifier");
     cpSync(TEMPLATE, verifier, { recursive: true });
-    writeFileSync(
-      join(verifier, "asp-plugin.json"),
-      JSON.stringify({
-        id: "verifier-x",
-        version: "1.0.0",
-        kind: "verifier",
-        entry: "main.mjs",
-        capabilities: ["review"],
-        diagnosticSources: [],
-        protocolVersion: "1.0",
-        engines: { node: ">=20" },
-      }),
-    );
+    // The template's manifest, turned into a verifier's.
+    const template = JSON.parse(readFileSync(join(TEMPLATE, "asp-plugin.json"), "utf8")) as Record<string, unknown>;
+    const asVerifier = {
+      ...template,
+      id: "verifier-x",
+      kind: "verifier",
+      capabilities: ["review"],
+      diagnosticSources: [],
+    };
+    writeFileSync(join(verifier, "asp-plugin.json"), JSON.stringify(asVerifier));
     const refused = await json(["plugin", "pin", verifier, "--policy", policyFile, "--requirement", "todo"], dir);
     expect(errorCode(refused.body)).toBe("ASP_PLUGIN_NOT_A_PROVIDER");
     const ok = await json(["plugin", "pin", verifier, "--policy", policyFile], dir);
