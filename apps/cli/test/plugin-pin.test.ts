@@ -189,7 +189,9 @@ describe("asp plugin pin (issue 18 item 4)", () => {
   it("replaces the file atomically: no temporary file is left and the file's mode is kept", async () => {
     const { dir, plugin, policyFile } = workspace();
     chmodSync(policyFile, 0o640);
-    await json(["plugin", "pin", plugin, "--policy", policyFile, "--requirement", "todo"], dir);
+    const r = await json(["plugin", "pin", plugin, "--policy", policyFile, "--requirement", "todo"], dir);
+    expect(r.body).toMatchObject({ written: true });
+    expect(loadPolicy(policyFile).document.grants).toHaveLength(1);
     expect(readdirSync(join(dir, "trusted"))).toEqual(["asp.policy.json"]);
     expect(statSync(policyFile).mode & 0o777).toBe(0o640);
   });
