@@ -316,16 +316,22 @@ function withStablePaths(root: string, code: string, metafile: Metafile): string
     const name = stableName(root, input);
     if (name === input) continue;
     renamed.push([input, name]);
-    // The module comment (non-minified output) and the key of a CommonJS / lazy ESM wrapper.
+    // The module comment (non-minified output), the key of a CommonJS / lazy ESM wrapper, and
+    // the file heading a legal comment at the end of the bundle.
     out = out
       .split(`// ${input}\n`)
       .join(`// ${name}\n`)
       .split(`${JSON.stringify(input)}(`)
-      .join(`${JSON.stringify(name)}(`);
+      .join(`${JSON.stringify(name)}(`)
+      .split(`\n${input}:\n`)
+      .join(`\n${name}:\n`);
   }
+  // Fail closed: a build path esbuild printed somewhere else would make the digest depend on
+  // where the package sits. (The package's own absolute path is not searched for: a short one,
+  // such as a container's `/app`, also occurs in ordinary strings.)
   const left = renamed.find(([input]) => out.includes(input));
-  if (left !== undefined || out.includes(root)) {
-    const what = left?.[0] ?? root;
+  if (left !== undefined) {
+    const what = left[0];
     throw new PackError("ASP_PACK_UNSTABLE_PATH", `the bundle still names the build path ${what}`, {
       data: { path: what },
       next: "report this to the toolkit's maintainers with the package layout; a bundle that names build paths would not reproduce elsewhere",
