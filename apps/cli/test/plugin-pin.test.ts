@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import {
   appendFileSync,
   chmodSync,
@@ -7,13 +8,14 @@ import {
   readdirSync,
   readFileSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Policy } from "@asp/contracts";
 import { readTrustRoots, signPlugin, verifyPlugin, writeKeyPair } from "@asp/plugin-host";
-import { loadPolicy } from "@asp/ths";
+import { composeHost, loadPolicy } from "@asp/ths";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/index.js";
 import { REPO_ROOT, runInProcess } from "./helpers.js";
@@ -217,5 +219,51 @@ describe("asp plugin pin (issue 18 item 4)", () => {
     const doc = loadPolicy(policyFile).document;
     expect(doc.providers).toEqual([]);
     expect(doc.plugins?.map((p) => p.id)).toEqual(["verifier-x"]);
+  });
+});
+
+describe("a packed template pinned with asp plugin pin reaches a gate decision (issue 18 items 3-4)", () => {
+  it("host §1: with only the plugins[] entry the gate is indeterminate; after pin --requirement it decides", async () => {
+    // The template as an author copies it, its @asp/sdk linked as pnpm links it, then packed.
+    const root = mkdtempSync(join(tmpdir(), "asp-cli-pin-gate-"));
+    const pkg = join(root, "provider-todo");
+    cpSync(join(REPO_ROOT, "plugins/provider-example/package.json"), join(pkg, "package.json"));
+    cpSync(TEMPLATE, join(pkg, "plugin"), { recursive: true });
+    mkdirSync(join(pkg, "node_modules", "@asp"), { recursive: true });
+    for (const name of ["sdk", "contracts"]) {
+      symlinkSync(join(REPO_ROOT, "packages", name), join(pkg, "node_modules", "@asp", name));
+    }
+    const key = join(root, "team");
+    writeKeyPair(key);
+    const packer = join(REPO_ROOT, "tools/plugin-pack/dist/cli.js");
+    const packed = spawnSync(process.execPath, [packer, pkg, "--key", key, "--json"], { encoding: "utf8" });
+    expect(packed.status, packed.stderr).toBe(0);
+    const plugin = (JSON.parse(packed.stdout) as { plugins: Array<{ dir: string }> }).plugins[0]?.dir ?? "";
+
+    const policyFile = join(root, "asp.policy.json");
+    const digest = await json(["plugin", "digest", plugin], root);
+    writeFileSync(policyFile, JSON.stringify({ ...POLICY, plugins: [digest.body.grant] }));
+    const repo = mkdtempSync(join(tmpdir(), "asp-cli-pin-repo-"));
+    writeFileSync(join(repo, "a.ts"), "export const a = 1; // TODO\n");
+    const gate = async (): Promise<string> => {
+      const host = await composeHost({
+        store: "memory:",
+        policy: policyFile,
+        trustRoots: [`${key}.pub`],
+        plugins: [plugin],
+        failOpenSink: { log() {} },
+      });
+      try {
+        return (await host.gate({ repo })).envelope.decision;
+      } finally {
+        await host.close();
+      }
+    };
+    // What following the old docs gave: the plugin loads, but nothing has gate authority.
+    expect(await gate()).toBe("indeterminate");
+    const pinned = await json(["plugin", "pin", plugin, "--policy", policyFile, "--requirement", "todo"], root);
+    expect(pinned.code).toBe(EXIT.ok);
+    // The template reports a warning: with authority, the gate decides (allow), no longer indeterminate.
+    expect(await gate()).toBe("allow");
   });
 });
