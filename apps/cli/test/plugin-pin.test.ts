@@ -3,6 +3,7 @@ import {
   appendFileSync,
   chmodSync,
   cpSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -172,6 +173,14 @@ describe("asp plugin pin (issue 18 item 4)", () => {
     expect(readFileSync(policyFile, "utf8")).toBe(text);
   });
 
+  it("refuses a policy file that does not exist as bad input (exit 64): pin edits a policy, it does not create one", async () => {
+    const { dir, plugin } = workspace();
+    const r = await json(["plugin", "pin", plugin, "--policy", "missing.json", "--requirement", "todo"], dir);
+    expect(r.code).toBe(EXIT.usage);
+    expect(errorCode(r.body)).toBe("ASP_PLUGIN_IO");
+    expect(readdirSync(dir)).not.toContain("missing.json");
+  });
+
   it("--dry-run prints the resulting policy and writes nothing", async () => {
     const { dir, plugin, policyFile } = workspace();
     const before = readFileSync(policyFile);
@@ -196,6 +205,17 @@ describe("asp plugin pin (issue 18 item 4)", () => {
     expect(loadPolicy(policyFile).document.grants).toHaveLength(1);
     expect(readdirSync(join(dir, "trusted"))).toEqual(["asp.policy.json"]);
     expect(statSync(policyFile).mode & 0o777).toBe(0o640);
+  });
+
+  it("follows a symbolic link to the policy: the target is replaced and the link stays a link", async () => {
+    const { dir, plugin, policyFile } = workspace();
+    const link = join(dir, "policy-link.json");
+    symlinkSync(policyFile, link);
+    const r = await json(["plugin", "pin", plugin, "--policy", link, "--requirement", "todo"], dir);
+    expect(r.body).toMatchObject({ written: true });
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(loadPolicy(policyFile).document.grants).toHaveLength(1);
+    expect(readdirSync(join(dir, "trusted"))).toEqual(["asp.policy.json"]);
   });
 
   it("refuses a requirement for a verifier (ASP_PLUGIN_NOT_A_PROVIDER), and pins its plugins[] entry alone", async () => {

@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { CallSite, Digest, PluginManifest, Policy } from "@asp/contracts";
 import { parsePolicy } from "@asp/policy";
@@ -172,7 +182,8 @@ export interface PinPolicyFileResult {
  * the file atomically (a temporary file in the same folder, flushed, then renamed over it, with
  * the file's mode kept) unless `write` is false or nothing changed.
  *
- * @throws PluginError `ASP_PLUGIN_IO` when the file cannot be read or written; PolicyError
+ * @throws PluginError `ASP_PLUGIN_IO` when the file cannot be read (category `input`) or written
+ *   (category `internal`); PolicyError
  *   (`ASP_POLICY_*`) when the file, or the pinned result, is not a policy the host accepts;
  *   whatever `update` throws.
  * @example
@@ -190,10 +201,12 @@ export function pinPolicyFile(
   try {
     before = readFileSync(abs, "utf8");
   } catch (error) {
-    throw new PluginError("ASP_PLUGIN_IO", `cannot read policy ${abs}: ${errnoOf(error)}`, {
-      cause: error,
-      data: { path: abs },
-    });
+    // The caller named the file: a missing or unreadable one is bad input, not a host fault.
+    throw new PluginError(
+      "ASP_PLUGIN_IO",
+      `cannot read policy ${abs}: ${errnoOf(error)}; pin edits an existing trusted policy (create it with its requirements[] first, see docs/policy.md)`,
+      { cause: error, data: { path: abs }, category: "input" },
+    );
   }
   const origin = { kind: "file" as const, path: abs };
   const current = parsePolicy(before, { what: `policy ${abs}`, origin });
@@ -206,20 +219,26 @@ export function pinPolicyFile(
   return { path: abs, policy: next, policyDigest: pinned.digest, text, changed, written };
 }
 
-/** Replace `path` with `text` so a reader sees the old file or the new one, never a part. */
+/**
+ * Replace `path` with `text` so a reader sees the old file or the new one, never a part. A
+ * symbolic link is followed: its target is replaced and the link stays a link.
+ */
 function writeAtomically(path: string, text: string): void {
-  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  let target = path;
+  let tmp = "";
   try {
-    const fd = openSync(tmp, "wx", statSync(path).mode & 0o777);
+    target = realpathSync(path);
+    tmp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString("hex")}.tmp`);
+    const fd = openSync(tmp, "wx", statSync(target).mode & 0o777);
     try {
       writeSync(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
-    renameSync(tmp, path);
+    renameSync(tmp, target);
   } catch (error) {
-    rmSync(tmp, { force: true });
+    if (tmp !== "") rmSync(tmp, { force: true });
     throw new PluginError("ASP_PLUGIN_IO", `cannot write policy ${path}: ${errnoOf(error)}`, {
       cause: error,
       data: { path },
