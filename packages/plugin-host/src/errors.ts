@@ -35,6 +35,11 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   of its kind (see `PLUGIN_PORT_KEYS`): host internals are never resolvable by a plugin.
  * - `ASP_PLUGIN_BAD_OUTPUT`: a verifier's or sandbox's answer fails its contracts schema, or a
  *   sandbox reports a guarantee its grant cannot back.
+ * - `ASP_PLUGIN_UNKNOWN_REQUIREMENT`: pinning a plugin in a policy names a requirement the policy
+ *   does not define (`data.requirement`); pinning never creates requirements.
+ * - `ASP_PLUGIN_BAD_POLICY`: the policy given to the loader is neither a policy document nor the
+ *   `ActivePolicy` that `parsePolicy` returns.
+ * - `ASP_PLUGIN_NOT_A_PROVIDER`: a provider pin or gate-authority grant was asked for a verifier or sandbox.
  */
 export type PluginErrorCode =
   | "ASP_PLUGIN_NOT_FOUND"
@@ -60,7 +65,10 @@ export type PluginErrorCode =
   | "ASP_PLUGIN_BAD_TRUST_ROOT"
   | "ASP_PLUGIN_IO"
   | "ASP_PLUGIN_FORBIDDEN_PORT"
-  | "ASP_PLUGIN_BAD_OUTPUT";
+  | "ASP_PLUGIN_BAD_OUTPUT"
+  | "ASP_PLUGIN_UNKNOWN_REQUIREMENT"
+  | "ASP_PLUGIN_BAD_POLICY"
+  | "ASP_PLUGIN_NOT_A_PROVIDER";
 
 /** Every {@link PluginErrorCode}. */
 export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
@@ -88,6 +96,9 @@ export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
   "ASP_PLUGIN_IO",
   "ASP_PLUGIN_FORBIDDEN_PORT",
   "ASP_PLUGIN_BAD_OUTPUT",
+  "ASP_PLUGIN_UNKNOWN_REQUIREMENT",
+  "ASP_PLUGIN_BAD_POLICY",
+  "ASP_PLUGIN_NOT_A_PROVIDER",
 ]);
 
 /** Thrown by `@asp/plugin-host`; a refusal's code says exactly which check failed. */

@@ -30,10 +30,19 @@ export {
   SECRET_KEY_TYPE,
   writeKeyPair,
 } from "./keys.js";
-export type { LoadPluginsOptions, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
+export type { LoadPluginsOptions, PluginPolicy, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
 export { factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
 export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
+export type {
+  GrantRequest,
+  PinPolicyFileResult,
+  PolicyAuthorityGrant,
+  PolicyPluginGrant,
+  PolicyProviderPin,
+  PolicySnippet,
+} from "./pin.js";
+export { assertRequirementsExist, matchingGrants, pinInPolicy, pinPolicyFile, policySnippet } from "./pin.js";
 export type { ContentReader, PluginPorts } from "./ports.js";
 export { PLUGIN_PORT_KEYS } from "./ports.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";

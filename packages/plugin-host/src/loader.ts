@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import type { PluginCapability, PluginKind, PluginManifest, Policy, ProviderManifest } from "@asp/contracts";
 import { CAPABILITY_FAMILIES, isAspError, PLUGIN_BRANDS, validate } from "@asp/contracts";
 import type { FactInput, FactLog } from "@asp/evidence";
+import { type ActivePolicy, isActivePolicy, type PolicyDocument } from "@asp/policy";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -25,12 +26,41 @@ import type {
   RefusedPlugin,
 } from "./types.js";
 
+/**
+ * Trusted policy as the loader takes it: a policy document, or the `ActivePolicy` that
+ * `parsePolicy` (`@asp/policy`) returns, whose `document` is read.
+ */
+export type PluginPolicy = Policy | PolicyDocument | ActivePolicy;
+
+/**
+ * The policy document of `policy`: the document itself, or an `ActivePolicy`'s `document`.
+ * Anything else is refused rather than read as a policy that grants nothing, so a wrong value
+ * never shows up as a plugin wrongly reported ungranted.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_POLICY`.
+ */
+function policyDocumentOf(policy: PluginPolicy): PolicyDocument {
+  if (isActivePolicy(policy)) return policy.document;
+  const p = policy as Partial<Policy> | null;
+  if (typeof p === "object" && p !== null && typeof p.apiVersion === "string" && Array.isArray(p.providers)) {
+    return p as PolicyDocument;
+  }
+  throw new PluginError(
+    "ASP_PLUGIN_BAD_POLICY",
+    "policy must be a policy document or the ActivePolicy that parsePolicy (@asp/policy) returns",
+    { data: { keys: typeof p === "object" && p !== null ? Object.keys(p).slice(0, 10) : [] } },
+  );
+}
+
 /** Options of {@link verifyPlugin}. */
 export interface VerifyPluginOptions {
   /** Trusted keys, from the composing host's trusted configuration only. */
   readonly trustRoots: readonly TrustRoot[];
-  /** Trusted policy; when absent the grant is not checked (`authorityGrant: "unverified"`). */
-  readonly policy?: Policy | null;
+  /**
+   * Trusted policy (a document, or what `parsePolicy` returns); when absent the grant is not
+   * checked (`authorityGrant: "unverified"`).
+   */
+  readonly policy?: PluginPolicy | null;
   readonly now?: () => Date;
 }
 
@@ -57,14 +87,16 @@ export interface VerifiedPlugin {
  *   `ASP_PLUGIN_UNTRUSTED_KEY`, `ASP_PLUGIN_REVOKED`, `ASP_PLUGIN_KEY_EXPIRED`,
  *   `ASP_PLUGIN_SYMLINK_ESCAPE`, `ASP_PLUGIN_SYMLINK`, `ASP_PLUGIN_SPECIAL_FILE`, `ASP_PLUGIN_DIGEST_MISMATCH`, `ASP_PLUGIN_NOT_FOUND`,
  *   `ASP_PLUGIN_BAD_MANIFEST`, `ASP_PLUGIN_ENTRY_ESCAPE`, `ASP_PLUGIN_INCOMPATIBLE`,
- *   `ASP_PLUGIN_NOT_GRANTED`, `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`.
+ *   `ASP_PLUGIN_NOT_GRANTED`, `ASP_PLUGIN_CAPABILITY_NOT_GRANTED`; `ASP_PLUGIN_BAD_POLICY` when
+ *   `policy` is neither a policy document nor an `ActivePolicy`.
  * @example
  * ```ts
  * const verified = verifyPlugin("./plugins/provider-todo", { trustRoots: readTrustRoots(["/etc/asp/team.pub"]), policy });
  * ```
  */
 export function verifyPlugin(dir: string, options: VerifyPluginOptions): VerifiedPlugin {
-  return verifyFolder(dir, options).verified;
+  const policy = options.policy === undefined || options.policy === null ? null : policyDocumentOf(options.policy);
+  return verifyFolder(dir, { ...options, policy }).verified;
 }
 
 /** A verified plugin with the bytes it was verified from, for the loader to cache and run. */
@@ -153,7 +185,7 @@ function verifyFolder(dir: string, options: VerifyPluginOptions): VerifiedFolder
   // 4. Authority: trusted policy grants this id, this digest, every capability.
   let authorityGrant: "verified" | "unverified" = "unverified";
   if (options.policy !== undefined && options.policy !== null) {
-    const grants = (options.policy.plugins ?? []).filter((g) => g.id === manifest.id);
+    const grants = (policyDocumentOf(options.policy).plugins ?? []).filter((g) => g.id === manifest.id);
     const grant = grants.find((g) => g.digest === computed.digest);
     if (grant === undefined) {
       throw new PluginError(
@@ -199,8 +231,11 @@ export interface LoadPluginsOptions {
   readonly dirs: readonly string[];
   /** Trusted keys (see `readTrustRoots`), never from a plugin or the repository. */
   readonly trustRoots: readonly TrustRoot[];
-  /** Trusted policy: its `plugins[]` grants decide what loads. */
-  readonly policy: Policy;
+  /**
+   * Trusted policy: its `plugins[]` grants decide what loads. A policy document, or the
+   * `ActivePolicy` that `parsePolicy` (`@asp/policy`) returns.
+   */
+  readonly policy: PluginPolicy;
   readonly now?: () => Date;
   /** Options for in-process plugins by id, from trusted configuration; validated against each `optionsSchema`. */
   readonly pluginOptions?: Readonly<Record<string, unknown>>;
@@ -421,7 +456,8 @@ async function loadInProcess(
  * when two verified folders claim one id, both are refused `ASP_PLUGIN_DUPLICATE` and neither
  * loads, whatever their order. A refusal is keyed by its folder (`key`), never by the id it claims.
  *
- * @throws EvidenceError only when `factLog` is given and appending fails.
+ * @throws PluginError `ASP_PLUGIN_BAD_POLICY`, before anything is read, when `policy` is neither a
+ *   policy document nor an `ActivePolicy`; EvidenceError only when `factLog` is given and appending fails.
  * @example
  * ```ts
  * const result = await loadPlugins({ dirs: ["./plugins"], trustRoots: readTrustRoots(["./keys/team.pub"]), policy });
@@ -429,6 +465,7 @@ async function loadInProcess(
  * ```
  */
 export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLoadResult> {
+  const policy = policyDocumentOf(options.policy);
   const refused: RefusedPlugin[] = [];
   const providers: LoadedProvider[] = [];
   const verifiers: LoadedVerifier[] = [];
@@ -448,7 +485,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
       folders.push(
         verifyFolder(dir, {
           trustRoots: options.trustRoots,
-          policy: options.policy,
+          policy,
           ...(options.now ? { now: options.now } : {}),
         }),
       );

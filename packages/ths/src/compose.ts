@@ -17,6 +17,7 @@ import {
   type Sandbox,
 } from "@asp/plugin-host";
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
+import { assertComposeHostOptions } from "./compose-options.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
@@ -88,7 +89,11 @@ const stderrSink: FailOpenSink = {
  * default) warm its providers. Tests compose through this same function with `store:
  * "memory:"` and a fake clock.
  *
- * @throws ThsError `ASP_THS_BAD_POLICY`, `ASP_THS_BAD_MANIFEST`; EvidenceError when the store cannot be opened.
+ * Options are checked first: an option it does not know is refused (`ASP_THS_BAD_OPTIONS`, naming
+ * the closest known one), never ignored, like an unknown key in the host configuration file.
+ *
+ * @throws ThsError `ASP_THS_BAD_OPTIONS`, `ASP_THS_BAD_POLICY`, `ASP_THS_BAD_MANIFEST`; EvidenceError
+ *   when the store cannot be opened.
  * @example
  * ```ts
  * const host = await composeHost({ store: "./.asp/store", policy: "./asp.policy.json", providers });
@@ -97,6 +102,7 @@ const stderrSink: FailOpenSink = {
  * ```
  */
 export async function composeHost(options: ComposeHostOptions): Promise<ComposedHost> {
+  assertComposeHostOptions(options);
   const policy = loadPolicy(options.policy);
   const ids = new Set<string>();
   const providers: TrustedProvider[] = [];

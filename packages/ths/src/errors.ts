@@ -5,6 +5,8 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * message text. Provider failures are never thrown: they become typed degraded coverage.
  *
  * - `ASP_THS_BAD_CONFIG`: the trusted host configuration is unreadable or invalid (input).
+ * - `ASP_THS_BAD_OPTIONS`: `composeHost` was given an option it does not know (`data.option`,
+ *   `data.closest`), or options that are not an object (input).
  * - `ASP_THS_BAD_MANIFEST`: a trusted provider manifest is invalid: not absolute, not
  *   structured, a duplicate id (input).
  * - `ASP_THS_BAD_POLICY`: the trusted policy is unreadable or does not validate (input).
@@ -21,6 +23,7 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  */
 export type ThsErrorCode =
   | "ASP_THS_BAD_CONFIG"
+  | "ASP_THS_BAD_OPTIONS"
   | "ASP_THS_BAD_MANIFEST"
   | "ASP_THS_BAD_POLICY"
   | "ASP_THS_BAD_REQUEST"
@@ -33,6 +36,7 @@ export type ThsErrorCode =
 /** Every {@link ThsErrorCode}, for table tests and documentation. */
 export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_CONFIG",
+  "ASP_THS_BAD_OPTIONS",
   "ASP_THS_BAD_MANIFEST",
   "ASP_THS_BAD_POLICY",
   "ASP_THS_BAD_REQUEST",

@@ -4,8 +4,8 @@
  *
  * @packageDocumentation
  */
-export type { PackErrorCode } from "./errors.js";
-export { PackError } from "./errors.js";
+export type { PackErrorCode, PackErrorOptions } from "./errors.js";
+export { PACK_ERROR_CODES, PackError } from "./errors.js";
 export type { PackConfig, PackResult } from "./pack.js";
 export { PACKED_DIR, packPlugin } from "./pack.js";
 export type { PinResult } from "./pin.js";

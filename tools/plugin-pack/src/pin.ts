@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from "node:fs";
-import { type Policy, validate } from "@asp/contracts";
+import { isAspError, type Policy } from "@asp/contracts";
+import { matchingGrants, pinInPolicy, pinPolicyFile, policySnippet } from "@asp/plugin-host";
 import { PackError } from "./errors.js";
 import type { PackResult } from "./pack.js";
 
@@ -13,72 +13,38 @@ export interface PinResult {
  * Pin packed plugins in a trusted policy: a `plugins[]` grant (id + digest + capabilities) for
  * each; for providers also the `providers[]` pin (id + version + digest) and a gate-authority
  * grant for every requirement whose capability the provider declares and whose sources it
- * declares (call-sites as the requirement lists them). Pure: returns the new policy.
+ * declares (call-sites as the requirement lists them). Pure: returns the new policy. The same
+ * code as `asp plugin pin` (`pinInPolicy` / `policySnippet` from `@asp/plugin-host`).
  */
 export function pinPolicy(policy: Policy, packs: ReadonlyArray<PackResult>): Policy {
-  let plugins = [...(policy.plugins ?? [])];
-  let providers = [...policy.providers];
-  let grants = [...policy.grants];
-  for (const pack of [...packs].sort((a, b) => a.id.localeCompare(b.id))) {
-    const m = pack.manifest;
-    plugins = plugins.filter((p) => p.id !== m.id);
-    plugins.push({ id: m.id, digest: pack.digest, capabilities: [...m.capabilities] });
-    if (m.kind !== "provider") continue;
-    providers = providers.filter((p) => p.id !== m.id);
-    providers.push({ id: m.id, version: m.version, digest: pack.digest });
-    grants = grants.filter((g) => g.provider !== m.id);
-    for (const requirement of policy.requirements) {
-      const declaresCapability = (m.capabilities as readonly string[]).includes(requirement.capability);
-      const coversSources = requirement.sources.every((s) => m.diagnosticSources.includes(s));
-      if (!declaresCapability || !coversSources) continue;
-      grants.push({
-        provider: m.id,
-        version: m.version,
-        digest: pack.digest,
-        requirement: requirement.id,
-        callSites: [...requirement.callSites],
-      });
-    }
-  }
-  const byId = <T extends { id: string }>(xs: T[]) => xs.sort((a, b) => a.id.localeCompare(b.id));
-  grants.sort((a, b) => `${a.provider} ${a.requirement}`.localeCompare(`${b.provider} ${b.requirement}`));
-  return { ...policy, providers: byId(providers), grants, plugins: byId(plugins) };
+  const sorted = [...packs].sort((a, b) => a.id.localeCompare(b.id));
+  return pinInPolicy(
+    policy,
+    sorted.map((p) => policySnippet(p.manifest, p.digest, matchingGrants(policy, p.manifest))),
+  );
 }
 
 /**
- * Read the policy at `path`, pin `packs` into it, and write it back unless `check` is set.
+ * Read the policy at `path`, pin `packs` into it, and write it back (atomically) unless `check`
+ * is set. The file and the result are validated exactly as the host validates policy.
  *
- * @throws PackError `ASP_PACK_BAD_POLICY` when the file is not a valid policy (before or after pinning).
+ * @throws PackError `ASP_PACK_BAD_POLICY` when the file cannot be read or is not a policy the
+ *   host accepts (before or after pinning); the cause carries the host's `ASP_POLICY_*` code.
  */
 export function pinPlugins(
   path: string,
   packs: ReadonlyArray<PackResult>,
   options: { check?: boolean } = {},
 ): PinResult {
-  const text = readFileSync(path, "utf8");
-  const before = validate("policy", JSON.parse(text));
-  if (!before.ok) {
-    throw new PackError(
-      "ASP_PACK_BAD_POLICY",
-      `${path} is not a valid policy: ${before.errors[0]?.pointer} ${before.errors[0]?.message}`,
-      {
-        data: { path, errors: before.errors },
-      },
-    );
+  try {
+    const r = pinPolicyFile(path, (policy) => pinPolicy(policy, packs), { write: options.check !== true });
+    return { policy: r.policy, changed: r.changed };
+  } catch (error) {
+    const code = isAspError(error) ? error.code : "error";
+    throw new PackError("ASP_PACK_BAD_POLICY", `${path} cannot be pinned: ${code}: ${(error as Error).message}`, {
+      cause: error,
+      data: { path, cause: code },
+      next: `fix ${path} until \`asp policy validate ${path}\` accepts it, then pin again`,
+    });
   }
-  const policy = pinPolicy(before.value, packs);
-  const after = validate("policy", policy);
-  if (!after.ok) {
-    throw new PackError(
-      "ASP_PACK_BAD_POLICY",
-      `pinning made ${path} invalid: ${after.errors[0]?.pointer} ${after.errors[0]?.message}`,
-      {
-        data: { path, errors: after.errors },
-      },
-    );
-  }
-  const next = `${JSON.stringify(policy, null, 2)}\n`;
-  const changed = next !== text;
-  if (changed && options.check !== true) writeFileSync(path, next);
-  return { policy, changed };
 }

@@ -112,13 +112,13 @@ describe("packPlugin", () => {
     expect(second.digest).toBe(first.digest);
   });
 
-  it("refuses a package without a valid manifest, or without its built entry", async () => {
+  it("refuses a package without a valid manifest (ASP_PACK_BAD_MANIFEST), or without its built entry (ASP_PACK_NO_ENTRY)", async () => {
     const { dir, key } = fixturePackage();
     writeFileSync(join(dir, "asp-plugin.json"), JSON.stringify({ id: "x" }));
-    await expect(packPlugin(dir, key)).rejects.toThrowWithCode("ASP_PACK_BAD_PACKAGE");
+    await expect(packPlugin(dir, key)).rejects.toThrowWithCode("ASP_PACK_BAD_MANIFEST");
     const other = fixturePackage();
     writeFileSync(join(other.dir, "package.json"), JSON.stringify({ aspPlugin: { entry: "missing.js" } }));
-    await expect(packPlugin(other.dir, other.key)).rejects.toThrowWithCode("ASP_PACK_BAD_PACKAGE");
+    await expect(packPlugin(other.dir, other.key)).rejects.toThrowWithCode("ASP_PACK_NO_ENTRY");
   });
 });
 

@@ -1,8 +1,14 @@
 import { resolve } from "node:path";
-import type { Policy } from "@asp/contracts";
+import { CALL_SITES, type CallSite, type Digest, type PluginManifest, type Policy } from "@asp/contracts";
 import {
+  assertRequirementsExist,
   digestPlugin,
+  type GrantRequest,
   PLUGIN_REFUSAL_CODES,
+  type PolicySnippet,
+  pinInPolicy,
+  pinPolicyFile,
+  policySnippet,
   readPluginManifest,
   readTrustRoots,
   signPlugin,
@@ -12,6 +18,7 @@ import {
 import { loadPolicy } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
+import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { inert } from "../terminal.js";
 
@@ -30,7 +37,68 @@ function readPolicy(cwd: string, path: string): Policy {
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-/** `asp plugin keygen | sign | verify | digest`: sign plugins and check them as the host would. */
+/**
+ * `--call-sites gate,sweep`: a comma-separated list of call-sites from the contracts vocabulary.
+ *
+ * @throws UsageError `ASP_CLI_USAGE` naming the unknown call-site and the known ones.
+ */
+function parseCallSites(value: string): CallSite[] {
+  const sites = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  const unknown = sites.find((s) => !(CALL_SITES as readonly string[]).includes(s));
+  if (sites.length === 0 || unknown !== undefined) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      `--call-sites ${JSON.stringify(value)}: ${unknown === undefined ? "no call-site" : `unknown call-site ${JSON.stringify(unknown)}`}; use a comma-separated list of ${CALL_SITES.join(", ")}`,
+      { data: { callSites: value, known: CALL_SITES } },
+    );
+  }
+  return [...new Set(sites)] as CallSite[];
+}
+
+/** A placeholder requirement id for the grant skeleton when `--requirement` is not given. */
+const REQUIREMENT_PLACEHOLDER = "<requirement>";
+
+/** The plugin at `dir` (its tree digest and manifest) and the policy entries that admit it. */
+function snippetOf(
+  cwd: string,
+  dir: string,
+  requirements: readonly string[],
+  callSites: readonly CallSite[],
+): {
+  dir: string;
+  files: number;
+  manifest: PluginManifest;
+  digest: Digest;
+  grants: GrantRequest[];
+  snippet: PolicySnippet;
+} {
+  const d = digestPlugin(resolve(cwd, dir));
+  const { manifest } = readPluginManifest(d.dir);
+  const grants = requirements.map((requirement) => ({ requirement, callSites }));
+  return {
+    dir: d.dir,
+    files: d.files,
+    manifest,
+    digest: d.digest,
+    grants,
+    snippet: policySnippet(manifest, d.digest, grants),
+  };
+}
+
+/** The snippet as the policy arrays it goes into, ready to merge into a policy document. */
+const asPolicyArrays = (s: PolicySnippet) => ({
+  providers: s.provider === null ? [] : [s.provider],
+  grants: s.grants,
+  plugins: [s.plugin],
+});
+
+const TREE_DIGEST_NOTE =
+  "the digest is the plugin's tree digest: every file in the folder except asp-plugin.sig, the digest asp-plugin.sig signs";
+
+/** `asp plugin keygen | sign | digest | pin | verify`: sign plugins, pin them in policy, check them as the host would. */
 export function registerPlugin(program: Command, ctx: CliContext): void {
   const plugin = program.command("plugin").description("sign plugins and verify them as the host would load them");
 
@@ -70,20 +138,104 @@ export function registerPlugin(program: Command, ctx: CliContext): void {
 
   plugin
     .command("digest")
-    .description("print the plugin's tree digest and the policy grant that would admit it")
+    .description(
+      "print the plugin's tree digest and the policy entries that admit it: the provider pin, a grant skeleton, the plugins[] entry",
+    )
     .argument("<dir>", "the plugin folder")
-    .action((dir: string) => {
+    .option("--requirement <id>", "name the requirement in the grant skeleton (repeatable)", collect)
+    .option("--call-sites <list>", "call-sites of the grant skeleton, comma-separated", "gate")
+    .action((dir: string, options: { requirement?: string[]; callSites: string }) => {
+      const callSites = parseCallSites(options.callSites);
+      const named = options.requirement ?? [];
       const d = digestPlugin(resolve(ctx.io.cwd, dir));
       const { manifest } = readPluginManifest(d.dir);
-      const grant = { id: manifest.id, digest: d.digest, capabilities: manifest.capabilities };
+      const { digest, files } = d;
+      // Without --requirement a provider still gets a skeleton, with a placeholder to replace.
+      const requirements = named.length > 0 || manifest.kind !== "provider" ? named : [REQUIREMENT_PLACEHOLDER];
+      const snippet = policySnippet(
+        manifest,
+        digest,
+        requirements.map((requirement) => ({ requirement, callSites })),
+      );
+      const human = [
+        `${inert(manifest.id)}@${inert(manifest.version)} (${inert(manifest.kind)}) ${inert(digest)} (${files} files)`,
+        `  ${TREE_DIGEST_NOTE}`,
+        "",
+      ];
+      if (snippet.provider !== null) {
+        human.push(
+          "provider pin (add to the trusted policy's providers[]):",
+          JSON.stringify(snippet.provider, null, 2),
+          "",
+        );
+        human.push(
+          `grant skeleton (add to grants[]; the requirement must be defined in requirements[] and required at ${callSites.join(", ")}):`,
+          ...snippet.grants.map((g) => JSON.stringify(g, null, 2)),
+          "",
+        );
+      }
+      human.push("plugin grant (add to plugins[]):", JSON.stringify(snippet.plugin, null, 2), "");
+      human.push(
+        `or write them into a policy: asp plugin pin ${inert(dir)} --policy FILE${snippet.provider === null ? "" : ` --requirement ${inert(named[0] ?? "R")} --call-sites ${callSites.join(",")}`}`,
+      );
+      ctx.print(human.join("\n"), {
+        dir: d.dir,
+        id: manifest.id,
+        version: manifest.version,
+        kind: manifest.kind,
+        digest,
+        digestOf: "tree",
+        files,
+        grant: snippet.plugin,
+        policy: asPolicyArrays(snippet),
+      });
+    });
+
+  plugin
+    .command("pin")
+    .description(
+      "write the plugin's provider pin, grant and plugins[] entry into a trusted policy file, validated as the host validates it",
+    )
+    .argument("<dir>", "the plugin folder")
+    .requiredOption("--policy <file>", "the trusted policy file to update (it must already define the requirement)")
+    .option("--requirement <id>", "grant the provider this requirement (repeatable)", collect)
+    .option("--call-sites <list>", "call-sites of the grant, comma-separated", "gate")
+    .option("--dry-run", "print the resulting policy and write nothing", false)
+    .action((dir: string, options: { policy: string; requirement?: string[]; callSites: string; dryRun: boolean }) => {
+      const callSites = parseCallSites(options.callSites);
+      const { manifest, digest, grants, snippet } = snippetOf(ctx.io.cwd, dir, options.requirement ?? [], callSites);
+      const r = pinPolicyFile(
+        resolve(ctx.io.cwd, options.policy),
+        (policy) => {
+          assertRequirementsExist(policy, grants, manifest);
+          return pinInPolicy(policy, [snippet]);
+        },
+        { write: !options.dryRun },
+      );
+      const what = `${inert(manifest.id)}@${inert(manifest.version)} ${inert(digest)}`;
+      const status = options.dryRun
+        ? `dry run: ${r.changed ? "would pin" : "already pins"} ${what} in ${inert(r.path)} (nothing written)`
+        : r.changed
+          ? `pinned ${what} in ${inert(r.path)}`
+          : `${inert(r.path)} already pins ${what}`;
       ctx.print(
         [
-          `${inert(manifest.id)}@${inert(manifest.version)} ${inert(d.digest)} (${d.files} files)`,
-          "",
-          "policy grant (add to the trusted policy's plugins[]):",
-          JSON.stringify(grant, null, 2),
+          status,
+          `  policy digest ${inert(r.policyDigest)} (validated as the host loads it)`,
+          ...(options.dryRun ? ["", r.text.trimEnd()] : []),
         ].join("\n"),
-        { dir: d.dir, id: manifest.id, version: manifest.version, digest: d.digest, files: d.files, grant },
+        {
+          path: r.path,
+          id: manifest.id,
+          version: manifest.version,
+          digest,
+          changed: r.changed,
+          written: r.written,
+          dryRun: options.dryRun,
+          policyDigest: r.policyDigest,
+          pinned: asPolicyArrays(snippet),
+          ...(options.dryRun ? { policy: r.policy } : {}),
+        },
       );
     });
 
