@@ -32,8 +32,8 @@ function propose(config: string, repo: string, args: unknown, intent = "replace"
 }
 
 describe("asp edit propose, then asp apply, on the example repository", () => {
-  it("H6.2 H6.4 host §6: an allowed plan is applied; the receipt names both baselines and the guarantee", () => {
-    const { repo, config } = exampleCopy();
+  it("H6.2 H6.4 H6.7 H3.2 host §6: an allowed plan is applied under the sandboxes; the receipt names both baselines and the guarantee", () => {
+    const { repo, config } = exampleCopy({ sandboxes: true });
     const before = readFileSync(join(repo, "src", "math.ts"), "utf8");
     const p = propose(config, repo, {
       path: "src/math.ts",
@@ -58,7 +58,17 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
     expect(receipt.baselineBefore).toBe(proposal.baseline);
     expect(receipt.baselineAfter).not.toBeNull();
     expect(receipt.baselineAfter).not.toBe(receipt.baselineBefore);
-    expect(["rollback_attempted", "staged_snapshot"]).toContain(receipt.transactionGuarantee);
+    // Published through the granted staged-snapshot sandbox (journal + atomic renames), and the
+    // providers that validated the after-state ran under bubblewrap.
+    expect(receipt.transactionGuarantee).toBe("staged_snapshot");
+    // H3.2: the edit provider proposed under bubblewrap too, so the apply claims isolation.
+    expect(receipt).toMatchObject({ assuranceMode: "isolated", directWriteRisk: false });
+    expect(receipt.sandbox).toMatchObject({ id: "asp.sandbox-staged-snapshot" });
+    const modes = (envelope as unknown as { assurance: { providers: Array<{ provider: string; mode: string }> } })
+      .assurance.providers;
+    expect(modes.filter((m) => m.provider !== "asp.provider-text-edit").map((m) => m.mode)).toEqual(
+      modes.filter((m) => m.provider !== "asp.provider-text-edit").map(() => "isolated"),
+    );
     expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain("the closed range");
 
     // The human rendering of the same kind of run, and a second apply of the same proposal is refused.
@@ -67,7 +77,7 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
   }, 300_000);
 
   it("H6.6 host §6: a plan whose after-state the gate denies is not applied, and nothing is written", () => {
-    const { repo, config } = exampleCopy();
+    const { repo, config } = exampleCopy({ sandboxes: true });
     const p = propose(
       config,
       repo,
@@ -83,7 +93,7 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
     expect(git(repo, "status", "--porcelain")).toBe("");
   }, 300_000);
 
-  it("H6.9 H6.10 host §6: host/applyProposal on asp serve --stdio applies on request, never on a notification", async () => {
+  it("H6.9 H6.10 H3.3 host §6: host/applyProposal on asp serve --stdio applies on request, never on a notification", async () => {
     const { repo, config } = exampleCopy();
     const p = propose(config, repo, { path: "src/math.ts", oldText: "Arithmetic mean", newText: "The mean" });
     expect(p.code, p.stderr).toBe(0);
@@ -109,7 +119,15 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
       const result = (await conn.sendRequest("host/applyProposal", { proposalId })) as {
         receipt: { applied: boolean; proposalId: string };
       };
-      expect(result.receipt).toMatchObject({ applied: true, proposalId });
+      // H3.3: without a sandbox plugin the edit provider ran as a plain subprocess: the receipt
+      // claims no isolation and reports the direct-write risk, and the host wrote the files itself.
+      expect(result.receipt).toMatchObject({
+        applied: true,
+        proposalId,
+        assuranceMode: "advisory",
+        directWriteRisk: true,
+        transactionGuarantee: "rollback_attempted",
+      });
       expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain("The mean");
     } finally {
       conn.dispose();

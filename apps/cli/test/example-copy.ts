@@ -12,15 +12,23 @@ export const EXAMPLE_PLUGINS = [
   "provider-import-graph",
 ];
 
+/** The two signed example sandbox plugins: provider confinement and staged apply (issue 13). */
+export const EXAMPLE_SANDBOXES = ["sandbox-bubblewrap", "sandbox-staged-snapshot"];
+
 /** A made-up key in the shape of an AWS access key id: AKIA + 16 uppercase letters and digits. */
 export const FAKE_AWS_KEY = ["AKIA", "Q7XJ3KZP", "2M4N8RTB"].join("");
 
 /**
  * A copy of examples/demo-repo as a git repository (one commit), beside a trusted host
  * configuration of its own (outside the repository) with a fresh persistent store, the example
- * policy, the demo trust root and the signed example plugins.
+ * policy, the demo trust root and the signed example plugins (with `sandboxes`, also the two
+ * sandbox plugins, as examples/asp.host.json names them).
  */
-export function exampleCopy(): { root: string; repo: string; config: string } {
+export function exampleCopy(options: { readonly sandboxes?: boolean } = {}): {
+  root: string;
+  repo: string;
+  config: string;
+} {
   const examples = join(REPO_ROOT, "examples");
   const root = mkdtempSync(join(tmpdir(), "asp-e2e-"));
   const repo = join(root, "demo-repo");
@@ -35,7 +43,9 @@ export function exampleCopy(): { root: string; repo: string; config: string } {
       store: join(root, "store"),
       policy: join(examples, "asp.policy.json"),
       trustRoots: [join(examples, "keys", "example.key.pub")],
-      plugins: EXAMPLE_PLUGINS.map((p) => join(REPO_ROOT, "plugins", p, "dist", "plugin")),
+      plugins: [...(options.sandboxes === true ? EXAMPLE_SANDBOXES : []), ...EXAMPLE_PLUGINS].map((p) =>
+        join(REPO_ROOT, "plugins", p, "dist", "plugin"),
+      ),
       providers: [],
     }),
   );

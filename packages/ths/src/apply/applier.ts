@@ -6,6 +6,7 @@ import { performance } from "node:perf_hooks";
 import { findEditConflicts } from "@asp/arbitration";
 import {
   type ApplyReceipt,
+  type AssuranceMode,
   type CallSite,
   type DecisionEnvelope,
   type EditPlan,
@@ -18,7 +19,7 @@ import { ContentView } from "../content.js";
 import { ThsError } from "../errors.js";
 import { type FreshnessAuthority, repoIdentity } from "../freshness.js";
 import type { EvaluateOptions, EvaluateResult } from "../host.js";
-import { authorityEvidence } from "../policy-view.js";
+import { assuranceAtLeast, authorityEvidence } from "../policy-view.js";
 import type { ProviderSupervisor } from "../supervisor.js";
 import type { HostPolicy, SandboxSet } from "../tokens.js";
 import { buildHypothetical, type PlannedWrite } from "./hypothetical.js";
@@ -98,6 +99,12 @@ interface StoredProposal {
   readonly intent: EditIntent;
   readonly plan: EditPlan | null;
   readonly rejection: ApplyRejection | null;
+  /**
+   * How the edit provider ran when it proposed (issue 13): the apply receipt reports no more
+   * assurance than this, and no more than the validation achieved. Absent on older records:
+   * counted as an unconfined subprocess.
+   */
+  readonly launch?: { readonly mode: AssuranceMode; readonly directWrite: boolean } | null;
   readonly proposedAt: string;
 }
 
@@ -221,6 +228,10 @@ export class Applier {
       intent: options.intent,
       plan: outcome.ok ? outcome.plan : null,
       rejection: outcome.ok ? null : outcome.rejection,
+      launch:
+        sup?.launched === null || sup?.launched === undefined
+          ? null
+          : { mode: sup.launched.mode, directWrite: sup.launched.directWrite },
       proposedAt: this.deps.clock.now().toISOString(),
     };
     await this.deps.log.append([
@@ -534,7 +545,12 @@ class ReceiptDraft {
       envelopeDigest: result.receipt.envelopeDigest as Digest,
       callSite: env.callSite,
     };
-    this.assurance = { mode: env.assurance.mode, directWriteRisk: env.assurance.directWriteRisk };
+    // host §3: the weaker of what the validation achieved and how the proposing provider ran.
+    const launch = this.proposal.launch ?? { mode: "advisory" as const, directWrite: true };
+    this.assurance = {
+      mode: assuranceAtLeast(launch.mode, env.assurance.mode) ? env.assurance.mode : launch.mode,
+      directWriteRisk: env.assurance.directWriteRisk || launch.directWrite,
+    };
   }
 
   private base(): Omit<ApplyReceipt, "applied" | "baselineAfter" | "transactionGuarantee"> {
@@ -556,7 +572,7 @@ class ReceiptDraft {
       authority: authorityEvidence(this.deps.policy, pin, this.callSite, {
         identity: measured,
         integrity: measured,
-        isolated: false,
+        isolated: this.proposal.launch?.mode === "isolated",
       }),
       assuranceMode: this.assurance.mode,
       directWriteRisk: this.assurance.directWriteRisk,
