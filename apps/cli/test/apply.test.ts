@@ -32,7 +32,7 @@ function propose(config: string, repo: string, args: unknown, intent = "replace"
 }
 
 describe("asp edit propose, then asp apply, on the example repository", () => {
-  it("H6.2 H6.4 H6.7 H3.2 host §6: an allowed plan is applied under the sandboxes; the receipt names both baselines and the guarantee", () => {
+  it("H1b.10 H6.2 H6.4 H6.7 H3.2 host §6: an allowed plan is applied under the sandboxes; the receipt names both baselines and the guarantee", () => {
     const { repo, config } = exampleCopy({ sandboxes: true });
     const before = readFileSync(join(repo, "src", "math.ts"), "utf8");
     const p = propose(config, repo, {

@@ -22,7 +22,7 @@ describe("asp gate on the example with sandbox-bubblewrap", () => {
   });
 
   it.skipIf(!bwrapOk)(
-    "host §3: reports the check providers as isolated, per provider, in --json and in the human output",
+    "H3.1 H3.2 host §3: reports the check providers as isolated, per provider, in --json and in the human output",
     () => {
       const r = runBinary(["gate", "--json", "--config", "examples/asp.host.json", "--repo", "examples/demo-repo"]);
       const envelope = JSON.parse(r.stdout) as DecisionEnvelope;
@@ -41,7 +41,7 @@ describe("asp gate on the example with sandbox-bubblewrap", () => {
     120_000,
   );
 
-  it("host §3: without the sandbox plugin the same gate decides as before, each provider advisory with direct write", () => {
+  it("H3.3 host §3: without the sandbox plugin the same gate decides as before, each provider advisory with direct write", () => {
     const { repo, config } = exampleCopy(); // the example plugins without the sandbox
     const r = runBinary(["gate", "--json", "--config", config, "--repo", repo, "--base", "HEAD"]);
     const envelope = JSON.parse(r.stdout) as DecisionEnvelope;

@@ -20,7 +20,7 @@ async function twoProviders() {
 
 describe("conflicting edits (host §4)", () => {
   describe("when two overlapping plans are applied concurrently", () => {
-    it("host §4: never both apply; the other is re-proposed against the new baseline and refused", async () => {
+    it("H4.3 host §4: never both apply; the other is re-proposed against the new baseline and refused", async () => {
       const { host, repo, p1, p2 } = await twoProviders();
       try {
         const results = await Promise.all([
@@ -40,7 +40,7 @@ describe("conflicting edits (host §4)", () => {
   });
 
   describe("when they are applied together with applyMany", () => {
-    it("host §4: the first applies, the overlapping one is rejected with ASP_APPLY_CONFLICT", async () => {
+    it("H4.3 host §4: the first applies, the overlapping one is rejected with ASP_APPLY_CONFLICT", async () => {
       const { host, repo, p1, p2 } = await twoProviders();
       try {
         const [r1, r2] = await host.applyMany([p1.proposalId, p2.proposalId], { repo });
@@ -53,7 +53,7 @@ describe("conflicting edits (host §4)", () => {
       }
     });
 
-    it("host §4: plans on different blobs both apply", async () => {
+    it("H4.3 host §4: plans on different blobs both apply", async () => {
       const providers = ["edit-one", "edit-two"].map((id) => editManifest("fake-edit-honest", { id }));
       const { host } = await testHost({ policy: policyFor([]), providers, warm: false });
       try {

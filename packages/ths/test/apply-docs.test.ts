@@ -5,7 +5,7 @@ import { APPLY_REJECTION_CODES } from "../src/index.js";
 const doc = readFileSync(new URL("../../../docs/apply.md", import.meta.url), "utf8");
 
 describe("docs/apply.md", () => {
-  it.each(APPLY_REJECTION_CODES)("documents %s", (code) => {
+  it.each(APPLY_REJECTION_CODES)("H10.4 documents %s", (code) => {
     expect(doc).toContain(`\`${code}\``);
   });
 

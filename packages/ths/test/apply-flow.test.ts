@@ -21,7 +21,7 @@ async function applyHost(options: { checks?: boolean; editRetries?: number; edit
 
 describe("mediated apply (host §6)", () => {
   describe("when the required checks allow the hypothetical after-state", () => {
-    it("host §6: applies, re-snapshots to exactly the validated after-tree, and records a full receipt first", async () => {
+    it("H0.2 H6.1 H6.2 H6.4 host §6: applies, re-snapshots to exactly the validated after-tree, and records a full receipt first", async () => {
       const host = await applyHost();
       try {
         const repo = applyRepo();
@@ -59,7 +59,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: a proposal applies at most once; the second apply is a recorded, coded refusal", async () => {
+    it("H6.10 host §6: a proposal applies at most once; the second apply is a recorded, coded refusal", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo();
@@ -79,7 +79,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: a proposal stored by one host is applied by a later one on the same store", async () => {
+    it("H6.4 host §6: a proposal stored by one host is applied by a later one on the same store", async () => {
       const store = join(mkdtempSync(join(tmpdir(), "asp-apply-store-")), "store");
       const repo = applyRepo();
       const compose = async () =>
@@ -101,7 +101,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: creates a file in a new folder (the after-tree is built in the store)", async () => {
+    it("H6.2 host §6: creates a file in a new folder (the after-tree is built in the store)", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo();
@@ -118,7 +118,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: a parent swapped for a symbolic link after the proposal is never written through", async () => {
+    it("H6.5 host §6: a parent swapped for a symbolic link after the proposal is never written through", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo();
@@ -155,7 +155,7 @@ describe("mediated apply (host §6)", () => {
   });
 
   describe("when the required checks deny the hypothetical after-state", () => {
-    it("host §6: applied false, baselineAfter null, the worktree bytes unchanged", async () => {
+    it("H6.6 host §6: applied false, baselineAfter null, the worktree bytes unchanged", async () => {
       const host = await applyHost();
       try {
         const repo = applyRepo();
@@ -181,7 +181,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: an allow on the hypothetical never becomes the trusted base of the next gate", async () => {
+    it("H6.2 host §6: an allow on the hypothetical never becomes the trusted base of the next gate", async () => {
       const host = await applyHost();
       try {
         const repo = applyRepo();
@@ -199,7 +199,7 @@ describe("mediated apply (host §6)", () => {
   describe("when the worktree moved since the proposal (host §6 step 5)", () => {
     const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i + 1}\n`).join("");
 
-    it("host §6: a change elsewhere in a touched file is 3-way merged and both changes kept", async () => {
+    it("H6.3 host §6: a change elsewhere in a touched file is 3-way merged and both changes kept", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo({ "src/b.txt": lines(20) });
@@ -218,7 +218,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: untouched paths that moved are kept, not reverted", async () => {
+    it("H6.3 host §6: untouched paths that moved are kept, not reverted", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo();
@@ -234,7 +234,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: an overlapping move is re-proposed against the new baseline", async () => {
+    it("H6.3 host §6: an overlapping move is re-proposed against the new baseline", async () => {
       const host = await applyHost({ checks: false });
       try {
         const repo = applyRepo();
@@ -249,7 +249,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: when re-proposing cannot help, it is rejected with ASP_APPLY_BASELINE_MOVED and nothing is written", async () => {
+    it("H6.3 host §6: when re-proposing cannot help, it is rejected with ASP_APPLY_BASELINE_MOVED and nothing is written", async () => {
       const host = await applyHost({ checks: false, editRetries: 1 });
       try {
         const repo = applyRepo();
@@ -268,7 +268,7 @@ describe("mediated apply (host §6)", () => {
       }
     });
 
-    it("host §6: re-proposals are bounded by budgets.editRetries (0: none)", async () => {
+    it("H6.3 host §6: re-proposals are bounded by budgets.editRetries (0: none)", async () => {
       const host = await applyHost({ checks: false, editRetries: 0 });
       try {
         const repo = applyRepo();

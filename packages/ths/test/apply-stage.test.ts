@@ -59,7 +59,7 @@ const journalOf = (journals: string, repo: string) =>
 
 describe("publishing an apply", () => {
   describe("when a staging sandbox is granted", () => {
-    it("host §6: stages whole-file writes with the repository's journal and reports the sandbox's guarantee", async () => {
+    it("H6.7 host §6: stages whole-file writes with the repository's journal and reports the sandbox's guarantee", async () => {
       const { host, calls, journals } = await stagedHost("honest");
       try {
         const repo = applyRepo();
@@ -81,7 +81,7 @@ describe("publishing an apply", () => {
       }
     });
 
-    it("host §6: recovers a repository whose journal folder exists before evaluating or applying it", async () => {
+    it("H6.7 H10.4 host §6: recovers a repository whose journal folder exists before evaluating or applying it", async () => {
       const { host, calls, journals } = await stagedHost("honest");
       try {
         const repo = applyRepo();
@@ -115,7 +115,7 @@ describe("publishing an apply", () => {
       },
     );
 
-    it("host §6: a published worktree that is not the validated after-tree claims no guarantee and says so", async () => {
+    it("H6.7 host §6: a published worktree that is not the validated after-tree claims no guarantee and says so", async () => {
       const { host } = await stagedHost("writes-more");
       try {
         const repo = applyRepo();
@@ -132,7 +132,7 @@ describe("publishing an apply", () => {
   });
 
   describe("when the host writes itself", () => {
-    it("host §6: a failing write restores what was already changed (rollback_attempted)", () => {
+    it("H6.7 H3.3 host §6: a failing write restores what was already changed (rollback_attempted)", () => {
       const root = applyRepo();
       writeFileSync(join(root, "blocker"), "a file where a folder is needed\n");
       const result = writeDirect(root, [

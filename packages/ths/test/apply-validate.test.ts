@@ -36,7 +36,7 @@ const ROWS: ReadonlyArray<readonly [string, ApplyRejectionCode]> = [
 
 describe("plan validation (host §6)", () => {
   describe("when the edit provider answers a bad plan", () => {
-    it.each(ROWS)("host §6: %s is rejected with %s, recorded, and nothing is written", async (bad, code) => {
+    it.each(ROWS)("H6.5 host §6: %s is rejected with %s, recorded, and nothing is written", async (bad, code) => {
       const repo = applyRepo();
       const m = editManifest("fake-edit-bad", { args: ["--bad", bad, "--repo", repo] });
       const { host } = await testHost({ policy: policyFor([]), providers: [m], warm: false });
@@ -74,7 +74,7 @@ describe("plan validation (host §6)", () => {
     });
     afterAll(() => host.close());
 
-    it("host §6: the same fixture with no fault is validated and applied", async () => {
+    it("H6.1 host §6: the same fixture with no fault is validated and applied", async () => {
       const proposed = await host.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
       expect(proposed.rejection).toBeUndefined();
       const { receipt } = await host.apply({ repo, proposalId: proposed.proposalId });

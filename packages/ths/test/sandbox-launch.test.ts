@@ -158,7 +158,7 @@ describe("providers launched through sandbox-bubblewrap", () => {
 
   describe.skipIf(!bwrap.ok)("when bwrap can create namespaces", () => {
     for (const attack of ATTACKS) {
-      it(`host §3: a provider that tries to ${attack.name} fails under bubblewrap (isolated) and the gate decides on its answer`, async () => {
+      it(`H3.2 H6.8 H10.3 host §3: a provider that tries to ${attack.name} fails under bubblewrap (isolated) and the gate decides on its answer`, async () => {
         const r = await run(attack, true);
         // The mode it ran in.
         expect(modeOf(r.envelope, r.id)).toMatchObject({
@@ -182,7 +182,7 @@ describe("providers launched through sandbox-bubblewrap", () => {
       }, 30_000);
     }
 
-    it("host §3: the provider's gate answer still decides under bubblewrap (a finding denies)", async () => {
+    it("H3.2 host §3: the provider's gate answer still decides under bubblewrap (a finding denies)", async () => {
       const repo = tempRepo({ "src/a.ts": "const key = 'ASP-MARKER';\n" });
       const provider = selfContained("fake-escape", ["--attack", "none"]);
       const h = await host(provider, join(fresh("store"), "store"), true);
@@ -200,7 +200,7 @@ describe("providers launched through sandbox-bubblewrap", () => {
 
 describe("providers launched without a sandbox plugin", () => {
   for (const attack of ATTACKS) {
-    it(`host §3: the same ${attack.name} attack succeeds, reported advisory with direct-write risk, and never allows`, async () => {
+    it(`H3.3 host §3: the same ${attack.name} attack succeeds, reported advisory with direct-write risk, and never allows`, async () => {
       const r = await run(attack, false);
       expect(modeOf(r.envelope, r.id)).toMatchObject({
         mode: "advisory",
@@ -243,7 +243,7 @@ function hostWith(
 }
 
 describe("the launch path", () => {
-  it("host §3: a sandbox whose launch throws leaves a plain subprocess reported advisory, with its error code", async () => {
+  it("H3.2 host §3: a sandbox whose launch throws leaves a plain subprocess reported advisory, with its error code", async () => {
     const provider = manifest("fake-honest-secrets", { source: "secrets" });
     const throwing: Sandbox = fakeSandbox("acme.sandbox-broken", "a", async () => {
       throw new PluginError("ASP_PLUGIN_BAD_OUTPUT", "the launch result does not validate");
@@ -259,7 +259,7 @@ describe("the launch path", () => {
     }
   });
 
-  it("host §3: a sandbox that answers advisory (no bwrap) is reported as such, with its reason, never isolated", async () => {
+  it("H3.2 host §3: a sandbox that answers advisory (no bwrap) is reported as such, with its reason, never isolated", async () => {
     const provider = manifest("fake-honest-secrets", { source: "secrets" });
     const advisory: Sandbox = fakeSandbox("acme.sandbox-nobwrap", "b", async (req) => ({
       executable: req.executable,

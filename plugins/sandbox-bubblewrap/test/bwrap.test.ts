@@ -54,7 +54,7 @@ const skip = process.env.ASP_TEST_NO_BWRAP === "1" && realProbe?.ok !== true;
 
 describe("confine", () => {
   describe("when bwrap is missing", () => {
-    it("host §3: returns the launch unchanged, advisory with direct write and the reason, never isolated", () => {
+    it("H3.2 host §3: returns the launch unchanged, advisory with direct write and the reason, never isolated", () => {
       const r = confine(request(), fakeHost({ path: join(tmp, "nowhere"), fallback: join(tmp, "nowhere", "bwrap") }));
       expect(r).toMatchObject({ executable: process.execPath, mode: "advisory", directWrite: true });
       expect(r.args).toEqual(request().args);
@@ -63,7 +63,7 @@ describe("confine", () => {
   });
 
   describe("when bwrap cannot create namespaces", () => {
-    it("host §3: advisory with the probe's reason, and the probe runs once", () => {
+    it("H3.2 host §3: advisory with the probe's reason, and the probe runs once", () => {
       let probes = 0;
       const host = fakeHost({
         probe: () => {
