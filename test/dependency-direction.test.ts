@@ -59,16 +59,26 @@ describe("dependency direction (DESIGN §2)", () => {
       dir: string,
       deps: Record<string, string>,
       source: string,
+      devDeps?: Record<string, string>,
     ): { root: string; pkg: WorkspacePackage } {
       const root = mkdtempSync(join(tmpdir(), "asp-dag-"));
       mkdirSync(join(root, dir, "src"), { recursive: true });
       writeFileSync(join(root, dir, "src", "index.ts"), source);
+      if (devDeps !== undefined) {
+        // The same import from a test file is allowed for a plugin's harness packages.
+        mkdirSync(join(root, dir, "test"), { recursive: true });
+        writeFileSync(join(root, dir, "test", "a.test.ts"), source);
+      }
       return {
         root,
         pkg: {
           dir,
           name: `@asp/${dir.split("/")[1]}`,
-          manifest: { name: `@asp/${dir.split("/")[1]}`, dependencies: deps },
+          manifest: {
+            name: `@asp/${dir.split("/")[1]}`,
+            dependencies: deps,
+            ...(devDeps === undefined ? {} : { devDependencies: devDeps }),
+          },
         },
       };
     }
@@ -89,6 +99,15 @@ describe("dependency direction (DESIGN §2)", () => {
         `import type { Host } from "@asp/ths";\n`,
       );
       expect(checkPackage(pkg, [], root).length).toBeGreaterThan(0);
+    });
+    it("lets a plugin's tests, never its src, use the host's loader and snapshot (devDependencies only)", () => {
+      const { root, pkg } = fakePackage(
+        "plugins/sandbox-x",
+        {},
+        `import { loadPlugins } from "@asp/plugin-host";\n`,
+        { "@asp/plugin-host": "workspace:*" },
+      );
+      expect(checkPackage(pkg, [], root).map((v) => v.file)).toEqual(["plugins/sandbox-x/src/index.ts"]);
     });
     it("fails on deep imports and relative escapes", () => {
       const { root, pkg } = fakePackage(

@@ -58,6 +58,13 @@ const UPSTREAM: Record<string, string[]> = {
   "test-utils": ["contracts"],
 };
 
+/**
+ * What a plugin's TESTS may import besides its own allowed packages (as devDependencies only):
+ * the host's loader, snapshot and packer, so a plugin is proven through the very code that will
+ * verify, load and measure it. Its src never may.
+ */
+const PLUGIN_TEST_HARNESS: ReadonlySet<string> = new Set(["@asp/evidence", "@asp/plugin-host", "@asp/plugin-pack"]);
+
 /** Names a package in `dir` may depend on, or `null` for "any library package under packages/". */
 export function allowedImports(
   dir: string,
@@ -135,8 +142,9 @@ export function checkPackage(
   }
   // Build tools a package runs but never imports: the plugin packer.
   const buildTools = new Set(["@asp/test-utils", "@asp/plugin-pack"]);
+  const harness = pkg.dir.startsWith("plugins/") ? PLUGIN_TEST_HARNESS : new Set<string>();
   for (const dep of Object.keys(pkg.manifest.devDependencies ?? {})) {
-    if (dep.startsWith("@asp/") && !buildTools.has(dep) && !allowed.has(dep)) {
+    if (dep.startsWith("@asp/") && !buildTools.has(dep) && !harness.has(dep) && !allowed.has(dep)) {
       violations.push({
         file: `${pkg.dir}/package.json`,
         specifier: dep,
@@ -163,7 +171,7 @@ export function checkPackage(
         }
         if (base === pkg.name) continue;
         if (base === "@asp/test-utils" && isTest) continue;
-        if (!allowed.has(base))
+        if (!allowed.has(base) && !(isTest && harness.has(base)))
           violations.push({ file: rel, specifier: spec, why: `${pkg.name} may not import ${base} (DESIGN §2)` });
         else if (
           !(base in { ...pkg.manifest.dependencies, ...pkg.manifest.devDependencies, ...pkg.manifest.peerDependencies })
