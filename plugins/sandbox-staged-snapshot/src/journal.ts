@@ -128,7 +128,7 @@ export function readJournal(dir: string, root: string): Journal | null {
 const KEYS = ["format", "id", "root", "staging", "state", "steps"].sort().join(",");
 
 /**
- * Check a parsed journal value (see {@link readJournal}).
+ * Check a parsed journal value (what `readJournal` reads from the journal folder).
  *
  * @throws StagedError `ASP_STAGED_JOURNAL_INVALID`.
  */
