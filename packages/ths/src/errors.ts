@@ -80,6 +80,8 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
  *   re-proposal was refused.
  * - `ASP_APPLY_ALREADY_APPLIED`: the proposal was applied before (a proposal applies at most once).
  * - `ASP_APPLY_WRITE_FAILED`: publishing the after-state failed (what was already written was restored).
+ * - `ASP_APPLY_INTERRUPTED`: the host stopped (a crash, a kill) while publishing; recovery from the
+ *   staging journal left the worktree at the baseline before, recorded on the next start.
  */
 export type ApplyRejectionCode =
   | "ASP_APPLY_NOT_A_PLAN"
@@ -104,7 +106,8 @@ export type ApplyRejectionCode =
   | "ASP_APPLY_BASELINE_MOVED"
   | "ASP_APPLY_CONFLICT"
   | "ASP_APPLY_ALREADY_APPLIED"
-  | "ASP_APPLY_WRITE_FAILED";
+  | "ASP_APPLY_WRITE_FAILED"
+  | "ASP_APPLY_INTERRUPTED";
 
 /** Every {@link ApplyRejectionCode}, for table tests and documentation. */
 export const APPLY_REJECTION_CODES: readonly ApplyRejectionCode[] = [
@@ -131,6 +134,7 @@ export const APPLY_REJECTION_CODES: readonly ApplyRejectionCode[] = [
   "ASP_APPLY_CONFLICT",
   "ASP_APPLY_ALREADY_APPLIED",
   "ASP_APPLY_WRITE_FAILED",
+  "ASP_APPLY_INTERRUPTED",
 ];
 
 /** Thrown by `@asp/ths`. */

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { RecoverRequest, StageRequest } from "@asp/contracts";
+import { createMemoryStore } from "@asp/evidence";
 import type { Sandbox } from "@asp/plugin-host";
 import { describe, expect, it } from "vitest";
 import { writeDirect } from "../src/apply/write.js";
@@ -143,5 +144,94 @@ describe("publishing an apply", () => {
       expect(Object.fromEntries(result.outcomes)).toEqual({ "README.md": "restored", "blocker/x.ts": "failed" });
       expect(readFileSync(join(root, "README.md"), "utf8")).toBe("# demo\n");
     });
+  });
+
+  // The host process dies while a staging sandbox publishes (simulated: stage() never returns, the
+  // first host is abandoned); a second host on the same store and journals then touches the
+  // repository. The plugin's own SIGKILL proof is plugins/sandbox-staged-snapshot/test/crash.test.ts;
+  // this proves the log is settled to agree with what recovery left.
+  describe("when the host dies while the sandbox publishes", () => {
+    it.each([
+      ["after publishing everything", true, "rolled_forward"],
+      ["before publishing anything", false, "rolled_back"],
+    ] as const)(
+      "H6.4 H6.7 host §6: %s, the next host records the receipt the worktree agrees with",
+      async (_, publish, outcome) => {
+        const store = await createMemoryStore();
+        const journals = mkdtempSync(join(tmpdir(), "asp-journals-"));
+        let staged: () => void = () => {};
+        const reached = new Promise<void>((r) => {
+          staged = r;
+        });
+        const dying: Sandbox = {
+          id: "fake-stager",
+          version: "1.0.0",
+          digest: `sha256:${"a".repeat(64)}`,
+          capabilities: ["sandbox:staged_snapshot"],
+          stage(request) {
+            if (publish)
+              for (const w of request.writes)
+                if (w.content !== null) writeFileSync(join(request.root, w.path), w.content);
+            staged();
+            return new Promise(() => {}); // the process is gone: this never answers
+          },
+          async recover() {
+            return { outcome };
+          },
+        };
+        const compose = (sandbox: Sandbox) =>
+          testHost({
+            store,
+            policy: policyFor([]),
+            providers: [editManifest("fake-edit-honest")],
+            warm: false,
+            register: (c) => {
+              c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [sandbox] } });
+              c.register(THS_TOKENS.ApplyJournalDir, { useValue: { dir: journals } });
+            },
+          });
+        const repo = applyRepo();
+        const { host: first } = await compose(dying);
+        const p = await first.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
+        void first.apply({ repo, proposalId: p.proposalId });
+        await reached;
+        const receipts = async () =>
+          (await store.log.list({ index: { name: "proposalId", value: p.proposalId } })).filter(
+            (e) => e.kind === "ths.apply-receipt",
+          );
+        expect(await receipts()).toEqual([]); // the first host never wrote its receipt
+
+        const { host: next } = await compose(dying);
+        try {
+          await next.gate({ repo }); // any evaluation of the repository recovers it first
+          const settled = await receipts();
+          expect(settled).toHaveLength(1);
+          const r = settled[0]?.record as {
+            applied: boolean;
+            baselineAfter: string | null;
+            rejection?: { code: string };
+          };
+          const onDisk = readFileSync(join(repo, "src", "a.ts"), "utf8");
+          if (publish) {
+            expect(onDisk).toBe("export const a = 2;\n");
+            expect(r).toMatchObject({ applied: true, transactionGuarantee: "staged_snapshot" });
+            expect(r.baselineAfter).not.toBeNull();
+          } else {
+            expect(onDisk).toBe("export const a = 1;\n");
+            expect(r).toMatchObject({
+              applied: false,
+              baselineAfter: null,
+              rejection: { code: "ASP_APPLY_INTERRUPTED" },
+            });
+          }
+          // Settled once: a later evaluation adds nothing.
+          await next.gate({ repo });
+          expect(await receipts()).toHaveLength(1);
+        } finally {
+          await next.close();
+          await first.close();
+        }
+      },
+    );
   });
 });

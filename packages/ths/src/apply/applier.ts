@@ -30,7 +30,12 @@ import { type ApplyRejection, validatePlan } from "./validate.js";
 import { type FileWrite, writeDirect } from "./write.js";
 
 /** Fact kinds of mediated apply (host §6), each indexed by `proposalId`. */
-export const APPLY_FACT_KINDS = Object.freeze({ proposal: "ths.edit-proposal", receipt: "ths.apply-receipt" } as const);
+export const APPLY_FACT_KINDS = Object.freeze({
+  proposal: "ths.edit-proposal",
+  receipt: "ths.apply-receipt",
+  /** Appended before a staging sandbox publishes: the receipt the host would write on success. */
+  pending: "ths.apply-pending",
+} as const);
 
 /** An edit intent, as `edit/propose` carries it. */
 export type EditIntent = ProposeParams["intent"];
@@ -159,9 +164,50 @@ export class Applier {
   async recover(repo: string): Promise<void> {
     const dir = this.journalDir(repo);
     if (!existsSync(dir)) return;
+    const outcomes: string[] = [];
     for (const s of this.deps.sandboxes.sandboxes) {
-      if (s.recover !== undefined) await s.recover({ root: repoIdentity(repo), journalDir: dir });
+      if (s.recover !== undefined) {
+        const r = await s.recover({ root: repoIdentity(repo), journalDir: dir });
+        outcomes.push(`${s.id}: ${r.outcome}`);
+      }
     }
+    await this.settlePending(repo, outcomes.join(", ") || "no recovering sandbox");
+  }
+
+  /**
+   * Append the receipt an interrupted apply never wrote (the log agrees with the worktree after any
+   * crash): for each pending apply of this repository without a receipt, the worktree as recovery
+   * left it decides: exactly the validated after-tree is an apply, anything else is not.
+   */
+  private async settlePending(repo: string, recovered: string): Promise<void> {
+    const root = repoIdentity(repo);
+    const pending = await this.deps.log.list({ index: { name: "applyPendingRepo", value: root } });
+    for (const entry of pending) {
+      if (entry.kind !== APPLY_FACT_KINDS.pending) continue;
+      const draft = entry.record as unknown as ApplyReceipt;
+      const facts = await this.deps.log.list({ index: { name: "proposalId", value: draft.proposalId } });
+      const settled = facts.some((e) => e.kind === APPLY_FACT_KINDS.receipt && e.seq > entry.seq);
+      if (settled) continue;
+      const tree = await this.deps.freshness.snapshot(repo);
+      const detail = `the host stopped while publishing; recovery (${recovered}) left the worktree at ${tree}`;
+      const receipt: ApplyReceipt =
+        tree === draft.hypotheticalAfter
+          ? { ...draft, applied: true, baselineAfter: tree, reason: detail.slice(0, 4000), appliedAt: this.now() }
+          : {
+              ...draft,
+              applied: false,
+              baselineAfter: null,
+              transactionGuarantee: tree === draft.baselineBefore ? draft.transactionGuarantee : "none",
+              rejection: { code: "ASP_APPLY_INTERRUPTED", detail: detail.slice(0, 4000) },
+              files: (draft.files ?? []).map((f) => ({ ...f, outcome: "unchanged" as const })),
+              appliedAt: this.now(),
+            };
+      await this.finish(receipt);
+    }
+  }
+
+  private now(): string {
+    return this.deps.clock.now().toISOString();
   }
 
   private supervisor(id: string | undefined): ProviderSupervisor | null {
@@ -461,6 +507,21 @@ export class Applier {
       const journalDir = this.journalDir(repo);
       mkdirSync(journalDir, { recursive: true });
       receipt.sandbox = { id: sandbox.id, digest: sandbox.digest };
+      // The receipt this apply would end with, durable before anything is published: a crash
+      // from here on is settled by the next host's recovery (settlePending), never lost.
+      receipt.guarantee = "staged_snapshot";
+      receipt.outcomes = new Map(files.map((f) => [f.path, f.content === null ? "deleted" : "written"]));
+      const draft = receipt.applied(receipt.hypotheticalAfter as Digest);
+      await this.deps.log.append([
+        {
+          kind: APPLY_FACT_KINDS.pending,
+          record: draft,
+          index: [
+            { name: "applyPendingRepo", value: root },
+            { name: "proposalId", value: draft.proposalId },
+          ],
+        },
+      ]);
       try {
         const staged = await sandbox.stage({
           root,
