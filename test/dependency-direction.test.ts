@@ -101,12 +101,9 @@ describe("dependency direction (DESIGN §2)", () => {
       expect(checkPackage(pkg, [], root).length).toBeGreaterThan(0);
     });
     it("lets a plugin's tests, never its src, use the host's loader and snapshot (devDependencies only)", () => {
-      const { root, pkg } = fakePackage(
-        "plugins/sandbox-x",
-        {},
-        `import { loadPlugins } from "@asp/plugin-host";\n`,
-        { "@asp/plugin-host": "workspace:*" },
-      );
+      const { root, pkg } = fakePackage("plugins/sandbox-x", {}, `import { loadPlugins } from "@asp/plugin-host";\n`, {
+        "@asp/plugin-host": "workspace:*",
+      });
       expect(checkPackage(pkg, [], root).map((v) => v.file)).toEqual(["plugins/sandbox-x/src/index.ts"]);
     });
     it("fails on deep imports and relative escapes", () => {

@@ -109,7 +109,7 @@ describe("loadPlugins", () => {
       const child = container.createChildContainer();
       registerPlugins(child, result, { clock: { now: () => new Date(0) }, content: { read: async () => null } });
       const [sandbox] = child.resolveAll(TOKENS.Sandbox);
-      expect(await sandbox?.stage({ root: "/x", writes: [] })).toEqual({
+      expect(await sandbox?.stage?.({ root: "/x", writes: [] })).toEqual({
         applied: true,
         guarantee: "staged_snapshot",
       });

@@ -184,7 +184,7 @@ describe("in-process plugin ports (issue 12 item 4)", () => {
       const { child } = await hostContainer();
       registerPlugins(child, result, ports());
       const [s] = child.resolveAll(TOKENS.Sandbox);
-      await expect(s?.stage({ root: "/x", writes: [] })).rejects.toThrowWithCode("ASP_PLUGIN_BAD_OUTPUT");
+      await expect(s?.stage?.({ root: "/x", writes: [] })).rejects.toThrowWithCode("ASP_PLUGIN_BAD_OUTPUT");
     });
   });
 
