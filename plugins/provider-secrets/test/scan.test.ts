@@ -9,6 +9,7 @@ import {
   isBinary,
   parseSecretsConfig,
   passesEntropy,
+  scanBlob,
   scanText,
   secretFingerprint,
   shannonEntropy,
@@ -189,6 +190,42 @@ describe("scanText", () => {
     it("is not reported for a header alone (code that checks for PEM headers)", async () => {
       expect(await scanText('if (pem.startsWith("-----BEGIN PRIVATE KEY-----")) {}\n', "a.ts")).toEqual([]);
     });
+  });
+});
+
+describe("no bypass", () => {
+  const ghp = `ghp_${fake(ALNUM, 36, 301)}`;
+  const aws = `AKIA${fake(UPPER_DIGITS, 16, 302)}`;
+  it("a secretlint-disable comment in the scanned file does not switch the catalogue off", async () => {
+    const text = `// secretlint-disable\nconst t = "${ghp}"; // secretlint-disable-line\n`;
+    expect((await scanText(text, "a.ts")).map((d) => d.code)).toEqual(["secrets/secretlint-github"]);
+  });
+  it("a blob with invalid UTF-8 and NUL bytes is read as latin1 and scanned", async () => {
+    const bytes = new Uint8Array([0xc3, 0x28, 0x00, ...new TextEncoder().encode(`key=${aws}\n`), 0xfe]);
+    const found = await scanBlob(bytes, "blob.bin");
+    expect(found.map((d) => [d.code, (d.data as { textEncoding?: string }).textEncoding])).toEqual([
+      ["secrets/aws-access-key-id", "latin1"],
+    ]);
+  });
+  it.each<[string, (s: string) => string]>([
+    ["base64", (s) => Buffer.from(s).toString("base64")],
+    ["base64url", (s) => Buffer.from(s).toString("base64url")],
+    ["hex", (s) => Buffer.from(s).toString("hex")],
+    ["base64 of base64", (s) => Buffer.from(Buffer.from(s).toString("base64")).toString("base64")],
+  ])("a token %s-encoded is decoded, found at the encoded run, and never echoed", async (_how, encode) => {
+    const encoded = encode(`token: ${ghp}`);
+    const text = `blob = "${encoded}"\n`;
+    const found = await scanText(text, "a.cfg");
+    expect(found.map((d) => d.code)).toEqual(["secrets/secretlint-github"]);
+    expect(found[0]?.range?.start.character).toBe(text.indexOf(encoded));
+    expect(found[0]?.fingerprint).toBe(findingFingerprint("secretlint-github", "a.cfg", ghp));
+    const out = JSON.stringify(found);
+    expect(out).not.toContain(ghp);
+    expect(out).not.toContain(encoded);
+  });
+  it("random base64 (a lock file's integrity hashes) decodes to nothing that is reported", async () => {
+    const text = Array.from({ length: 50 }, (_, i) => `integrity sha512-${fake(BASE64, 86, 400 + i)}==`).join("\n");
+    expect(await scanText(text, "pnpm-lock.yaml")).toEqual([]);
   });
 });
 
