@@ -21,7 +21,7 @@ export interface ScanJob {
 }
 
 /** Why a file was not scanned. */
-export type ScanFailure = "deadline" | "memory" | "crashed" | "cancelled";
+export type ScanFailure = "size" | "deadline" | "memory" | "crashed" | "cancelled";
 
 /** The outcome of one file's scan: its findings, or the bound it hit. */
 export type ScanOutcome =
@@ -38,6 +38,14 @@ export interface BlobScanner {
 
 /** Time one file's scan may take in the worker before it is abandoned (ms). */
 export const FILE_SCAN_DEADLINE_MS = 5_000;
+
+/**
+ * Largest file scanned (bytes); a larger one is not scanned (`size`). Checked before the worker
+ * sees it: an out-of-memory inside a worker can take the whole process down with it (V8 ends the
+ * process on some large allocations despite `resourceLimits`), so the heap a scan can need is
+ * kept far below the worker's limit by bounding its input.
+ */
+export const MAX_SCAN_BYTES = 8 * 1024 * 1024;
 
 /** V8 limits of the scan worker: a file whose scan needs more is abandoned. */
 export const SCAN_RESOURCE_LIMITS: Readonly<ResourceLimits> = Object.freeze({
@@ -56,6 +64,8 @@ export interface BoundedScannerOptions {
   readonly fileDeadlineMs?: number;
   /** Default {@link SCAN_RESOURCE_LIMITS}. */
   readonly resourceLimits?: ResourceLimits;
+  /** Default {@link MAX_SCAN_BYTES}. */
+  readonly maxBytes?: number;
 }
 
 /** The data form of a compiled rule set, to rebuild it in the worker. */
@@ -88,8 +98,9 @@ export function createInlineScanner(rules: RuleSet): BlobScanner {
 }
 
 /**
- * A scanner that runs every file in a worker thread under a deadline and V8 resource limits.
- * The worker starts on first use and is replaced after a file that hit a bound.
+ * A scanner that runs every file in a worker thread under a deadline and V8 resource limits,
+ * after refusing a file larger than `maxBytes`. The worker starts on first use and is replaced
+ * after a file that hit a bound.
  *
  * @example
  * ```ts
@@ -100,6 +111,7 @@ export function createInlineScanner(rules: RuleSet): BlobScanner {
  */
 export function createBoundedScanner(options: BoundedScannerOptions): BlobScanner {
   const deadlineMs = options.fileDeadlineMs ?? FILE_SCAN_DEADLINE_MS;
+  const maxBytes = options.maxBytes ?? MAX_SCAN_BYTES;
   const spec = specOf(options.rules);
   let current: { worker: Worker; ready: Promise<boolean> } | undefined;
   let nextId = 0;
@@ -108,6 +120,9 @@ export function createBoundedScanner(options: BoundedScannerOptions): BlobScanne
     const worker = new Worker(options.workerUrl, {
       workerData: { rules: spec },
       resourceLimits: { ...(options.resourceLimits ?? SCAN_RESOURCE_LIMITS) },
+      // The worker needs none of the parent's Node flags (resolution conditions, inspector ...);
+      // its limits are the resourceLimits above.
+      execArgv: [],
       // The process's stdout is the protocol channel: nothing the worker prints may reach it.
       stdout: true,
       stderr: true,
@@ -136,6 +151,7 @@ export function createBoundedScanner(options: BoundedScannerOptions): BlobScanne
   return {
     async scan(job, signal) {
       if (signal?.aborted) return { ok: false, reason: "cancelled" };
+      if (job.bytes.length > maxBytes) return { ok: false, reason: "size" };
       current ??= start();
       const { worker, ready } = current;
       if (!(await ready)) {

@@ -30,8 +30,10 @@ export const MAX_VIEWS = 2000;
 /** Encoded runs shorter than this are not decoded (shorter than the shortest token format). */
 const MIN_BASE64 = 24;
 const MIN_HEX = 32;
-const BASE64_RUN = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
-const HEX_RUN = /(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){16,}(?![0-9A-Fa-f])/g;
+// Runs are bounded (a multiple of 4 and of 2, so a longer run splits at aligned offsets): an
+// unbounded repetition over a multi-megabyte run overflows the regular-expression stack.
+const BASE64_RUN = /[A-Za-z0-9+/_-]{24,65536}={0,2}/g;
+const HEX_RUN = /(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){16,32768}/g;
 
 /**
  * Decode a blob for scanning: UTF-8 when the bytes are valid UTF-8 (a leading BOM dropped),

@@ -21,6 +21,7 @@ export {
   createBoundedScanner,
   createInlineScanner,
   FILE_SCAN_DEADLINE_MS,
+  MAX_SCAN_BYTES,
   runScanWorker,
   SCAN_RESOURCE_LIMITS,
 } from "./bounded.js";
