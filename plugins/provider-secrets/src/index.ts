@@ -10,6 +10,25 @@
 
 export type { Allowlist, SecretsConfig } from "./allowlist.js";
 export { CONFIG_PATH, compileAllowlist, EMPTY_ALLOWLIST, effectiveAllowlist, parseSecretsConfig } from "./allowlist.js";
+export type {
+  BlobScanner,
+  BoundedScannerOptions,
+  ScanFailure,
+  ScanJob,
+  ScanOutcome,
+} from "./bounded.js";
+export {
+  createBoundedScanner,
+  createInlineScanner,
+  FILE_SCAN_DEADLINE_MS,
+  MAX_SCAN_BYTES,
+  runScanWorker,
+  SCAN_RESOURCE_LIMITS,
+} from "./bounded.js";
+export type { CatalogueHit } from "./catalogue.js";
+export { CATALOGUE_RULE_IDS, EXCLUDED_CATALOGUE_RULES, lintCatalogue } from "./catalogue.js";
+export type { DecodedText, EncodedView, TextEncoding, ViewEncoding } from "./decode.js";
+export { decodeBlob, encodedViews, MAX_VIEWS } from "./decode.js";
 export type { SecretsErrorCode } from "./errors.js";
 export { SecretsError } from "./errors.js";
 export type { SecretsProviderOptions } from "./provider.js";
@@ -22,6 +41,7 @@ export {
   isBinary,
   passesEntropy,
   SOURCE,
+  scanBlob,
   scanText,
   secretFingerprint,
   shannonEntropy,

@@ -1,8 +1,9 @@
 import { type Diagnostic, isAspError } from "@asp/contracts";
 import { type AssessContext, type AssessOutcome, defineProvider, type ProviderDefinition } from "@asp/sdk";
 import { CONFIG_PATH, effectiveAllowlist, parseSecretsConfig, type SecretsConfig } from "./allowlist.js";
+import { type BlobScanner, createInlineScanner } from "./bounded.js";
 import { DEFAULT_RULES, type RuleSet } from "./rules.js";
-import { isBinary, SOURCE, scanText } from "./scan.js";
+import { SOURCE } from "./scan.js";
 
 /** The provider's identity; equal to `asp-plugin.json`. */
 export const PROVIDER = Object.freeze({ id: "asp.provider-secrets", version: "0.1.0" });
@@ -14,6 +15,12 @@ export const MAX_DIAGNOSTICS = 500;
 export interface SecretsProviderOptions {
   /** Default: {@link DEFAULT_RULES}. */
   readonly rules?: RuleSet;
+  /**
+   * Makes the scanner that scans each file (created once, on the first request). The plugin
+   * entry passes a bounded one (`createBoundedScanner`: a worker with a deadline and memory
+   * limits). Default: in-process and unbounded, for tests and trusted content only.
+   */
+  readonly scanner?: (rules: RuleSet) => BlobScanner;
 }
 
 interface Target {
@@ -35,7 +42,11 @@ async function readConfig(ctx: AssessContext, tree: string): Promise<SecretsConf
  * The allowlist configuration is read from the change's **base** tree (the baseline for a
  * whole-tree assessment): a change cannot allowlist the secret it introduces.
  */
-export async function assessSecrets(ctx: AssessContext, rules: RuleSet = DEFAULT_RULES): Promise<AssessOutcome> {
+export async function assessSecrets(
+  ctx: AssessContext,
+  rules: RuleSet = DEFAULT_RULES,
+  scanner: BlobScanner = createInlineScanner(rules),
+): Promise<AssessOutcome> {
   let config: SecretsConfig | undefined;
   try {
     config = await readConfig(ctx, ctx.changeset?.base ?? ctx.baseline);
@@ -79,10 +90,22 @@ export async function assessSecrets(ctx: AssessContext, rules: RuleSet = DEFAULT
       }
       throw error;
     }
+    // Every blob is scanned, whatever its bytes (invalid UTF-8 and NUL bytes are read as latin1);
+    // a file whose scan hit the time or memory bound was not scanned and is reported missing.
+    const outcome = await scanner.scan(
+      { path: t.path, bytes, fingerprints: [...allowlist.fingerprints], values: [...allowlist.values] },
+      ctx.signal,
+    );
+    if (!outcome.ok) {
+      if (outcome.reason === "cancelled") {
+        missing.push(...targets.slice(i).map((x) => x.path));
+        break;
+      }
+      missing.push(t.path);
+      continue;
+    }
     scanned++;
-    if (isBinary(bytes)) continue;
-    const found = scanText(new TextDecoder().decode(bytes), t.path, rules, allowlist);
-    for (const d of found) {
+    for (const d of outcome.diagnostics) {
       if (diagnostics.length >= MAX_DIAGNOSTICS) {
         truncated = true;
         break;
@@ -105,8 +128,12 @@ export async function assessSecrets(ctx: AssessContext, rules: RuleSet = DEFAULT
  */
 export function createSecretsProvider(options: SecretsProviderOptions = {}): ProviderDefinition {
   const rules = options.rules ?? DEFAULT_RULES;
+  let scanner: BlobScanner | undefined;
   return defineProvider({
     initialize: { provider: PROVIDER, diagnosticSources: [SOURCE], capabilities: ["check"] },
-    assess: (ctx) => assessSecrets(ctx, rules),
+    assess: (ctx) => {
+      scanner ??= (options.scanner ?? createInlineScanner)(rules);
+      return assessSecrets(ctx, rules, scanner);
+    },
   });
 }

@@ -12,6 +12,12 @@ export interface EntropyGate {
   readonly base64: number;
   /** Values without a digit never count (keeps words and identifiers out). */
   readonly requireDigit?: boolean;
+  /**
+   * Values that read as a phrase (three or more `-`, `_` or `.` separated parts, at least half
+   * of them letters only, none longer than 12 characters, e.g. `s3cret-token-from-the-env`)
+   * never count.
+   */
+  readonly rejectPhrases?: boolean;
 }
 
 /** One detection rule, as written in a rule-set file. */
@@ -27,6 +33,11 @@ export interface SecretRule {
   /** Lower-case substrings; the rule runs on a file only when one of them occurs in it. */
   readonly keywords?: readonly string[];
   readonly entropy?: EntropyGate;
+  /**
+   * Lower-case substrings that mark a value as a placeholder (`example`, `dummy` ...): a value
+   * containing one is not reported. For generic rules; a format rule should not need it.
+   */
+  readonly stopwords?: readonly string[];
   /** The next step shown with a finding (rotate, remove from history, use a secret store). */
   readonly help?: string;
   /** A page that explains the credential and how to revoke it. */
@@ -71,8 +82,19 @@ export interface RuleSet {
 
 const RULE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const FINGERPRINT = /^[0-9a-f]{64}$/;
-const RULE_KEYS = new Set(["id", "description", "pattern", "flags", "severity", "keywords", "entropy", "help", "href"]);
-const ENTROPY_KEYS = new Set(["minLength", "hex", "base64", "requireDigit"]);
+const RULE_KEYS = new Set([
+  "id",
+  "description",
+  "pattern",
+  "flags",
+  "severity",
+  "keywords",
+  "entropy",
+  "stopwords",
+  "help",
+  "href",
+]);
+const ENTROPY_KEYS = new Set(["minLength", "hex", "base64", "requireDigit", "rejectPhrases"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -96,7 +118,7 @@ function compileRule(raw: unknown, index: number): CompiledRule {
   if (!isObject(raw)) fail(`${where} must be an object`, { where });
   for (const key of Object.keys(raw))
     if (!RULE_KEYS.has(key)) fail(`${where} has unknown key "${key}"`, { where, key });
-  const { id, description, pattern, flags, severity, keywords, entropy, help, href } = raw;
+  const { id, description, pattern, flags, severity, keywords, entropy, stopwords, help, href } = raw;
   if (typeof id !== "string" || !RULE_ID.test(id)) fail(`${where}.id must match ${RULE_ID}`, { where });
   if (typeof description !== "string" || description === "") fail(`rule ${id}: description is required`, { rule: id });
   if (typeof pattern !== "string" || pattern === "") fail(`rule ${id}: pattern is required`, { rule: id });
@@ -128,7 +150,7 @@ function compileRule(raw: unknown, index: number): CompiledRule {
     if (!isObject(entropy)) fail(`rule ${id}: entropy must be an object`, { rule: id });
     for (const key of Object.keys(entropy))
       if (!ENTROPY_KEYS.has(key)) fail(`rule ${id}: entropy has unknown key "${key}"`, { rule: id, key });
-    const { minLength, hex, base64, requireDigit } = entropy;
+    const { minLength, hex, base64, requireDigit, rejectPhrases } = entropy;
     if (typeof minLength !== "number" || !Number.isInteger(minLength) || minLength < 1)
       fail(`rule ${id}: entropy.minLength must be a positive integer`, { rule: id });
     for (const [name, v] of [
@@ -137,15 +159,23 @@ function compileRule(raw: unknown, index: number): CompiledRule {
     ] as const) {
       if (typeof v !== "number" || !(v >= 0 && v <= 8)) fail(`rule ${id}: entropy.${name} must be 0..8 bits`);
     }
-    if (requireDigit !== undefined && typeof requireDigit !== "boolean")
-      fail(`rule ${id}: entropy.requireDigit must be a boolean`, { rule: id });
+    for (const [name, v] of [
+      ["requireDigit", requireDigit],
+      ["rejectPhrases", rejectPhrases],
+    ] as const) {
+      if (v !== undefined && typeof v !== "boolean")
+        fail(`rule ${id}: entropy.${name} must be a boolean`, { rule: id });
+    }
     rule.entropy = {
       minLength,
       hex: hex as number,
       base64: base64 as number,
-      ...(requireDigit === undefined ? {} : { requireDigit }),
+      ...(requireDigit === undefined ? {} : { requireDigit: requireDigit as boolean }),
+      ...(rejectPhrases === undefined ? {} : { rejectPhrases: rejectPhrases as boolean }),
     };
   }
+  if (stopwords !== undefined)
+    rule.stopwords = stringList(stopwords, `rule ${id}: stopwords`, (s) => s === s.toLowerCase());
   if (help !== undefined) {
     if (typeof help !== "string" || help === "") fail(`rule ${id}: help must be a non-empty string`, { rule: id });
     rule.help = help;

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Diagnostic } from "@asp/contracts";
 import { type Allowlist, effectiveAllowlist } from "./allowlist.js";
+import { type CatalogueHit, lintCatalogue } from "./catalogue.js";
+import { decodeBlob, type EncodedView, encodedViews, type ViewEncoding } from "./decode.js";
 import { type CompiledRule, DEFAULT_RULES, type EntropyGate, type RuleSet } from "./rules.js";
 
 /** The diagnostic source this provider declares and reports under. */
@@ -30,17 +32,25 @@ export function alphabetOf(value: string): "hex" | "base64" | "other" {
   return "other";
 }
 
+/** True for a value that reads as words joined by separators (`s3cret-token-from-the-env`). */
+function isPhrase(value: string): boolean {
+  const parts = value.split(/[-_.]+/).filter((p) => p !== "");
+  if (parts.length < 3 || parts.some((p) => p.length > 12)) return false;
+  return parts.filter((p) => /^[A-Za-z]+$/.test(p)).length * 2 >= parts.length;
+}
+
 /** True when `value` passes an entropy gate (long enough, random enough for its alphabet). */
 export function passesEntropy(value: string, gate: EntropyGate): boolean {
   if (value.length < gate.minLength) return false;
   if (gate.requireDigit === true && !/[0-9]/.test(value)) return false;
+  if (gate.rejectPhrases === true && isPhrase(value)) return false;
   const threshold = alphabetOf(value) === "hex" ? gate.hex : gate.base64;
   return shannonEntropy(value) >= threshold;
 }
 
 /**
- * True for content that is not text: a NUL byte in the first 8 KiB (git's heuristic) or bytes
- * that are not UTF-8. Binary blobs are skipped, never decoded into findings.
+ * True for content that git would call binary: a NUL byte in the first 8 KiB, or bytes that are
+ * not UTF-8. Such content is still scanned (as latin1, see `decodeBlob`): this only labels it.
  */
 export function isBinary(bytes: Uint8Array): boolean {
   const head = bytes.subarray(0, 8192);
@@ -89,15 +99,35 @@ function position(starts: readonly number[], offset: number): { line: number; ch
   return { line: lo, character: offset - (starts[lo] as number) };
 }
 
+/** What a finding is attributed to: a rule of the rule set, or a rule of the catalogue. */
+interface Detector {
+  readonly id: string;
+  readonly description: string;
+  readonly severity: CompiledRule["severity"];
+  readonly help?: string;
+  readonly href?: string;
+  readonly entropy?: EntropyGate;
+  readonly stopwords?: readonly string[];
+  readonly messageId?: string;
+}
+
 interface Hit {
-  readonly rule: CompiledRule;
+  readonly detector: Detector;
   readonly secret: string;
+  /** Span reported, in the file's text (the encoded run for a decoded view). */
   readonly start: number;
   readonly end: number;
+  readonly encoding?: ViewEncoding;
   occurrences: number;
 }
 
-function* candidates(rule: CompiledRule, text: string): Generator<{ secret: string; start: number; end: number }> {
+interface Span {
+  readonly secret: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+function* ruleSpans(rule: CompiledRule, text: string): Generator<Span> {
   for (const m of text.matchAll(rule.regex)) {
     const span = m.indices?.groups?.secret ?? m.indices?.[0];
     if (span === undefined) continue;
@@ -107,75 +137,150 @@ function* candidates(rule: CompiledRule, text: string): Generator<{ secret: stri
   }
 }
 
+function catalogueDetector(hit: CatalogueHit): Detector {
+  const name = hit.id.slice("secretlint-".length);
+  const d: Detector = {
+    id: hit.id,
+    description: `A secret (${hit.messageId}, secretlint rule ${name})`,
+    severity: "error",
+    messageId: hit.messageId,
+  };
+  return hit.href === undefined ? d : { ...d, href: hit.href };
+}
+
 /**
- * Scan one text for secrets and return redacted diagnostics: code `secrets/<rule id>`, the
- * location, a fingerprint and a next step. A diagnostic never contains the secret (not in the
- * message, `data`, or anywhere else), only its fingerprints and length.
+ * Every rule over one view (the file's text, or a decoded view of part of it), in claim order:
+ * the rule set's `error` rules, then the catalogue, then the rule set's other (generic) rules. A
+ * span claimed by an earlier detector is not reported again by a later one.
+ */
+async function scanView(
+  text: string,
+  path: string,
+  rules: RuleSet,
+  allowlist: Allowlist,
+  report: (detector: Detector, span: Span) => void,
+): Promise<void> {
+  const lower = text.toLowerCase();
+  const claimed: Array<readonly [number, number]> = [];
+  const overlaps = (start: number, end: number): boolean => claimed.some(([s, e]) => start < e && s < end);
+  const accept = (detector: Detector, spans: Iterable<Span>): void => {
+    const mine: Array<readonly [number, number]> = [];
+    for (const c of spans) {
+      if (overlaps(c.start, c.end)) continue;
+      if (detector.entropy !== undefined && !passesEntropy(c.secret, detector.entropy)) continue;
+      if (detector.stopwords?.some((w) => c.secret.toLowerCase().includes(w)) === true) continue;
+      if (allowlist.values.has(c.secret)) continue;
+      mine.push([c.start, c.end]);
+      report(detector, c);
+    }
+    claimed.push(...mine);
+  };
+  const runRules = (which: readonly CompiledRule[]): void => {
+    for (const rule of which) {
+      if (rule.keywords !== undefined && !rule.keywords.some((k) => lower.includes(k))) continue;
+      accept(rule, ruleSpans(rule, text));
+    }
+  };
+  runRules(rules.rules.filter((r) => r.severity === "error"));
+  for (const hit of await lintCatalogue(text, path)) {
+    accept(catalogueDetector(hit), [{ secret: text.slice(hit.start, hit.end), start: hit.start, end: hit.end }]);
+  }
+  runRules(rules.rules.filter((r) => r.severity !== "error"));
+}
+
+/**
+ * Scan one text for secrets and return redacted diagnostics: code `secrets/<rule id>` (rule-set
+ * rules) or `secrets/secretlint-<rule>` (the catalogue), the location, a fingerprint and a next
+ * step. A diagnostic never contains the secret (not in the message, `data`, or anywhere else),
+ * only its fingerprints and length.
  *
- * Rules run in rule-set order; a value already claimed by an earlier rule is not reported again
- * by a later, more generic one (an AWS key is `aws-access-key-id`, not also `high-entropy-assignment`).
+ * Base64, base64url, hex and UTF-16 runs inside the text are decoded and scanned too; a secret
+ * found in one is reported at the span of the encoded run, with `data.encoding`.
+ * A value already claimed by an earlier, more specific detector is not reported again by a later,
+ * more generic one (an AWS key is `aws-access-key-id`, not also `high-entropy-assignment`).
  * The same value found several times in one file by one rule is one finding (`data.occurrences`).
+ *
+ * Unbounded in time: for repository content use it inside a bounded scanner (`createBoundedScanner`).
  *
  * @example
  * ```ts
- * const [d] = scanText(`aws_access_key_id = ${key}\n`, "config/prod.env");
+ * const [d] = await scanText(`aws_access_key_id = ${key}\n`, "config/prod.env");
  * d.code; // "secrets/aws-access-key-id" — and JSON.stringify(d) does not contain the key
  * ```
  */
-export function scanText(
+export async function scanText(
   text: string,
   path: string,
   rules: RuleSet = DEFAULT_RULES,
   allowlist: Allowlist = effectiveAllowlist(rules),
-): Diagnostic[] {
+): Promise<Diagnostic[]> {
   if (allowlist.skipsPath(path)) return [];
-  const lower = text.toLowerCase();
-  const claimed: Array<readonly [number, number]> = [];
-  const overlaps = (start: number, end: number): boolean => claimed.some(([s, e]) => start < e && s < end);
   const hits = new Map<string, Hit>();
-  for (const rule of rules.rules) {
-    if (rule.keywords !== undefined && !rule.keywords.some((k) => lower.includes(k))) continue;
-    const mine: Array<readonly [number, number]> = [];
-    for (const c of candidates(rule, text)) {
-      if (overlaps(c.start, c.end)) continue;
-      if (rule.entropy !== undefined && !passesEntropy(c.secret, rule.entropy)) continue;
-      if (allowlist.values.has(c.secret)) continue;
-      mine.push([c.start, c.end]);
-      const key = `${rule.id}\u0000${c.secret}`;
-      const seen = hits.get(key);
-      if (seen !== undefined) seen.occurrences++;
-      else hits.set(key, { rule, secret: c.secret, start: c.start, end: c.end, occurrences: 1 });
+  const record = (view: EncodedView | undefined) => (detector: Detector, span: Span) => {
+    const key = `${detector.id}\u0000${span.secret}`;
+    const seen = hits.get(key);
+    if (seen !== undefined) {
+      seen.occurrences++;
+      return;
     }
-    claimed.push(...mine);
-  }
+    const at = view === undefined ? span : view;
+    const hit: Hit = { detector, secret: span.secret, start: at.start, end: at.end, occurrences: 1 };
+    hits.set(key, view === undefined ? hit : { ...hit, encoding: view.encoding });
+  };
+  await scanView(text, path, rules, allowlist, record(undefined));
+  for (const view of encodedViews(text)) await scanView(view.text, path, rules, allowlist, record(view));
   if (hits.size === 0) return [];
+  return toDiagnostics([...hits.values()], text, path, allowlist);
+}
+
+/**
+ * Scan one blob: decoded as UTF-8 when valid, otherwise as latin1 (so invalid UTF-8 or NUL bytes
+ * never hide a secret), then {@link scanText}. `data.textEncoding` says `latin1` for such a blob.
+ */
+export async function scanBlob(
+  bytes: Uint8Array,
+  path: string,
+  rules: RuleSet = DEFAULT_RULES,
+  allowlist: Allowlist = effectiveAllowlist(rules),
+): Promise<Diagnostic[]> {
+  const { text, encoding } = decodeBlob(bytes);
+  const found = await scanText(text, path, rules, allowlist);
+  if (encoding === "utf-8") return found;
+  return found.map((d) => ({ ...d, data: { ...(d.data as Record<string, unknown>), textEncoding: encoding } }));
+}
+
+function toDiagnostics(hits: Hit[], text: string, path: string, allowlist: Allowlist): Diagnostic[] {
   const starts = lineStarts(text);
   const out: Diagnostic[] = [];
-  for (const hit of [...hits.values()].sort((a, b) => a.start - b.start || a.rule.id.localeCompare(b.rule.id))) {
-    const fingerprint = findingFingerprint(hit.rule.id, path, hit.secret);
-    const secretFp = secretFingerprint(hit.rule.id, hit.secret);
+  for (const hit of hits.sort((a, b) => a.start - b.start || a.detector.id.localeCompare(b.detector.id))) {
+    const rule = hit.detector;
+    const fingerprint = findingFingerprint(rule.id, path, hit.secret);
+    const secretFp = secretFingerprint(rule.id, hit.secret);
     if (allowlist.fingerprints.has(fingerprint) || allowlist.fingerprints.has(secretFp)) continue;
     const start = position(starts, hit.start);
     const end = position(starts, hit.end);
     const data: Record<string, unknown> = {
-      rule: hit.rule.id,
+      rule: rule.id,
       secretFingerprint: secretFp,
       length: hit.secret.length,
       occurrences: hit.occurrences,
     };
-    if (hit.rule.entropy !== undefined) data.entropy = Math.round(shannonEntropy(hit.secret) * 100) / 100;
+    if (rule.entropy !== undefined) data.entropy = Math.round(shannonEntropy(hit.secret) * 100) / 100;
+    if (rule.messageId !== undefined) data.catalogueMessage = rule.messageId;
+    if (hit.encoding !== undefined) data.encoding = hit.encoding;
+    const how = hit.encoding === undefined ? "" : `, ${hit.encoding}-encoded`;
     const d: Diagnostic = {
       source: SOURCE,
-      code: `${SOURCE}/${hit.rule.id}`,
-      severity: hit.rule.severity,
-      message: `${hit.rule.description} is committed in ${path} at line ${start.line + 1} (value redacted, ${hit.secret.length} characters).`,
+      code: `${SOURCE}/${rule.id}`,
+      severity: rule.severity,
+      message: `${rule.description} is committed in ${path} at line ${start.line + 1} (value redacted${how}, ${hit.secret.length} characters).`,
       range: { path, start, end },
       fingerprint,
-      help: hit.rule.help ?? DEFAULT_HELP,
+      help: rule.help ?? DEFAULT_HELP,
       tags: ["secret"],
       data,
     };
-    out.push(hit.rule.href === undefined ? d : { ...d, codeDescription: { href: hit.rule.href } });
+    out.push(rule.href === undefined ? d : { ...d, codeDescription: { href: rule.href } });
   }
   return out;
 }

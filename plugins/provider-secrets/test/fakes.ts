@@ -29,7 +29,7 @@ export function fake(alphabet: string, n: number, seed: number): string {
   return s;
 }
 
-/** One sample per default rule: the line to plant and the secret in it. */
+/** One sample per format the plugin shipped with first: the line to plant, the secret in it, the rule that finds it. */
 export function samples(seed = 1): Array<{ rule: string; line: string; secret: string }> {
   const aws = `AKIA${fake(UPPER_DIGITS, 16, seed)}`;
   const awsSecret = fake(BASE64, 40, seed + 1);
@@ -48,11 +48,15 @@ export function samples(seed = 1): Array<{ rule: string; line: string; secret: s
     { rule: "private-key", line: pem, secret: `\n${keyBody}\n` },
     { rule: "aws-access-key-id", line: `aws_access_key_id = ${aws}`, secret: aws },
     { rule: "aws-secret-access-key", line: `aws_secret_access_key = "${awsSecret}"`, secret: awsSecret },
-    { rule: "github-token", line: `GITHUB_TOKEN=${ghp}`, secret: ghp },
-    { rule: "github-fine-grained-token", line: `const t = "${ghFine}";`, secret: ghFine },
-    { rule: "gitlab-token", line: `gitlab: ${gitlab}`, secret: gitlab },
-    { rule: "slack-token", line: `slack_bot: "${slack}"`, secret: slack },
-    { rule: "slack-webhook-url", line: `url = "https://hooks.slack.com/services/${webhook}"`, secret: webhook },
+    { rule: "secretlint-github", line: `GITHUB_TOKEN=${ghp}`, secret: ghp },
+    { rule: "secretlint-github", line: `const t = "${ghFine}";`, secret: ghFine },
+    { rule: "secretlint-gitlab", line: `gitlab: ${gitlab}`, secret: gitlab },
+    { rule: "secretlint-slack", line: `slack_bot: "${slack}"`, secret: slack },
+    {
+      rule: "secretlint-slack",
+      line: `url = "https://hooks.slack.com/services/${webhook}"`,
+      secret: `https://hooks.slack.com/services/${webhook}`,
+    },
     { rule: "stripe-secret-key", line: `Stripe(${JSON.stringify(stripe)})`, secret: stripe },
     { rule: "jwt", line: `Authorization: Bearer ${jwt}`, secret: jwt },
     { rule: "high-entropy-assignment", line: `DB_PASSWORD = "${generic}"`, secret: generic },

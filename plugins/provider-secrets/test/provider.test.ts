@@ -33,7 +33,7 @@ interface Fixture {
 async function assess(
   baseFiles: Files,
   afterFiles: Files,
-  options: { callSite?: "gate" | "sweep"; whole?: boolean } = {},
+  options: { callSite?: "gate" | "sweep"; whole?: boolean; deadlineMs?: number } = {},
 ): Promise<{ assessment: Assessment; requestId: string; fx: Fixture }> {
   const changeset = repo.changeset(baseFiles, afterFiles);
   const fx: Fixture = { base: changeset.base, after: changeset.after, changeset };
@@ -44,7 +44,7 @@ async function assess(
     baseline: options.whole === true ? fx.after : fx.base,
     changeset: options.whole === true ? null : fx.changeset,
     requirements: ["no-secrets"],
-    deadlineMs: 10_000,
+    deadlineMs: options.deadlineMs ?? 10_000,
   });
   return { assessment, requestId, fx };
 }
@@ -78,7 +78,7 @@ describe("provider-secrets over the protocol", () => {
       expect(checked.ok ? [] : checked.errors).toEqual([]);
       expect(assessment.status).toBe("complete");
       expect(assessment.diagnostics.map((d) => [d.code, d.range?.path, d.severity])).toEqual([
-        ["secrets/github-token", "deploy/ci.env", "error"],
+        ["secrets/secretlint-github", "deploy/ci.env", "error"],
         ["secrets/aws-access-key-id", "src/app.ts", "error"],
       ]);
       for (const d of assessment.diagnostics) expect(d.help).toMatch(/rotate|revoke|deactivate/i);
@@ -109,14 +109,65 @@ describe("provider-secrets over the protocol", () => {
     });
   });
 
-  describe("binary blobs", () => {
-    it("are read but skipped, never decoded into findings", async () => {
+  describe("content that is not clean UTF-8 text (no bypass by encoding)", () => {
+    it("host §2: a blob with a NUL byte and an invalid UTF-8 byte is still scanned, as latin1", async () => {
       const aws = `AKIA${fake(UPPER_DIGITS, 16, 103)}`;
       const bytes = new Uint8Array([0x00, 0x01, ...new TextEncoder().encode(` ${aws} `), 0xff]);
       const { assessment } = await assess(BASE, { ...BASE, "assets/logo.png": bytes });
       expect(assessment.status).toBe("complete");
-      expect(assessment.diagnostics).toEqual([]);
+      expect(
+        assessment.diagnostics.map((d) => [d.code, d.range?.path, (d.data as { textEncoding?: string }).textEncoding]),
+      ).toEqual([["secrets/aws-access-key-id", "assets/logo.png", "latin1"]]);
+      expect(JSON.stringify(assessment)).not.toContain(aws);
     });
+    it("finds a token saved as UTF-16 (every other byte NUL)", async () => {
+      const ghp = `ghp_${fake(ALNUM, 36, 110)}`;
+      const bytes = new Uint8Array(Buffer.from(`\ufefftoken = ${ghp}\r\n`, "utf16le"));
+      const { assessment } = await assess(BASE, { ...BASE, "notes.txt": bytes });
+      expect(assessment.diagnostics.map((d) => [d.code, (d.data as { encoding?: string }).encoding])).toEqual([
+        ["secrets/secretlint-github", "utf-16le"],
+      ]);
+      expect(JSON.stringify(assessment)).not.toContain(ghp);
+    });
+    it("decodes base64 and hex runs and finds the tokens inside, redacted", async () => {
+      const aws = `AKIA${fake(UPPER_DIGITS, 16, 111)}`;
+      const google = `AIza${fake(ALNUM, 35, 112)}`;
+      const b64 = Buffer.from(`aws_access_key_id=${aws}`).toString("base64");
+      const hex = Buffer.from(`maps key ${google}`).toString("hex");
+      const { assessment } = await assess(BASE, {
+        ...BASE,
+        "k8s/secret.yaml": `data:\n  config: ${b64}\n`,
+        "src/blob.ts": `export const blob = "${hex}";\n`,
+      });
+      expect(assessment.status).toBe("complete");
+      expect(
+        assessment.diagnostics.map((d) => [d.code, d.range?.path, (d.data as { encoding?: string }).encoding]),
+      ).toEqual([
+        ["secrets/aws-access-key-id", "k8s/secret.yaml", "base64"],
+        ["secrets/google-api-key", "src/blob.ts", "hex"],
+      ]);
+      const out = JSON.stringify(assessment);
+      for (const secret of [aws, google, b64, hex]) expect(out).not.toContain(secret);
+    });
+  });
+
+  describe("a file whose scan does not end (bounded scan)", () => {
+    // Thousands of key headers with no end line: every rule that looks for the end of a private
+    // key block scans up to its window from each header, far past the per-file deadline.
+    const pathological = "-----BEGIN PRIVATE KEY-----AAAAAAAAAAAAAAAAAAAA\n".repeat(48_000);
+    it("host §2: goes to coverage.missing and the answer is incomplete; the other files are still scanned", async () => {
+      const ghp = `ghp_${fake(ALNUM, 36, 113)}`;
+      const { assessment } = await assess(
+        BASE,
+        { ...BASE, "certs/bundle.pem": pathological, "src/z.ts": `const t = "${ghp}";\n` },
+        { deadlineMs: 120_000 },
+      );
+      expect(assessment.status).toBe("incomplete");
+      expect(assessment.coverage?.missing).toEqual(["certs/bundle.pem"]);
+      expect(assessment.diagnostics.map((d) => [d.code, d.range?.path])).toEqual([
+        ["secrets/secretlint-github", "src/z.ts"],
+      ]);
+    }, 150_000);
   });
 
   describe("asp.secrets.json", () => {
@@ -157,7 +208,7 @@ describe("provider-secrets over the protocol", () => {
       const { assessment } = await assess(files, files, { callSite: "sweep", whole: true });
       expect(assessment.status).toBe("complete");
       expect(assessment.validAsOf.changeset).toBeNull();
-      expect(assessment.diagnostics.map((d) => d.code)).toEqual(["secrets/slack-token"]);
+      expect(assessment.diagnostics.map((d) => d.code)).toEqual(["secrets/secretlint-slack"]);
       expect(assessment.coverage?.paths).toBe(3);
     });
   });

@@ -7,19 +7,23 @@ const rule = { id: "r", description: "d", pattern: "x{3}", severity: "error" };
 describe("loadRuleSet", () => {
   describe("when given the shipped rule set", () => {
     it("validates and compiles every rule, each with a next step", () => {
-      expect(DEFAULT_RULES.rules.map((r) => r.id)).toEqual([
+      const ids = DEFAULT_RULES.rules.map((r) => r.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const id of [
         "private-key",
         "aws-access-key-id",
         "aws-secret-access-key",
-        "github-token",
-        "github-fine-grained-token",
-        "gitlab-token",
-        "slack-token",
-        "slack-webhook-url",
-        "stripe-secret-key",
-        "jwt",
+        "google-api-key",
+        "sendgrid-api-key",
+        "twilio-api-key",
+        "mailgun-api-key",
+        "azure-storage-account-key",
+        "doppler-token",
+        "vault-legacy-token",
+        "database-url-password",
         "high-entropy-assignment",
-      ]);
+      ])
+        expect(ids).toContain(id);
       for (const r of DEFAULT_RULES.rules) {
         expect(r.help, r.id).toMatch(/rotate|revoke|regenerate|roll|deactivate/i);
         expect(r.regex.flags).toContain("g");

@@ -9,6 +9,7 @@ import {
   isBinary,
   parseSecretsConfig,
   passesEntropy,
+  scanBlob,
   scanText,
   secretFingerprint,
   shannonEntropy,
@@ -29,9 +30,9 @@ function expectValid(diagnostics: Diagnostic[]): void {
 
 describe("scanText", () => {
   describe("when a file holds one sample of each rule", () => {
-    it.each(samples().map((s) => [s.rule, s] as const))("finds %s at its location", (rule, s) => {
+    it.each(samples().map((s) => [s.rule, s] as const))("finds %s at its location", async (rule, s) => {
       const text = `// header\nconst x = 1;\n${s.line}\n`;
-      const found = scanText(text, "src/config.ts");
+      const found = await scanText(text, "src/config.ts");
       expect(found.map((d) => d.code)).toEqual([`secrets/${rule}`]);
       const d = found[0] as Diagnostic;
       const offset = text.indexOf(s.secret);
@@ -46,17 +47,17 @@ describe("scanText", () => {
   });
 
   describe("when an AWS key sits in an assignment", () => {
-    it("reports it once, under the specific rule (not also as a high-entropy string)", () => {
+    it("reports it once, under the specific rule (not also as a high-entropy string)", async () => {
       const key = `AKIA${fake(UPPER_DIGITS, 16, 7)}`;
-      const found = scanText(`export const AWS_ACCESS_KEY = "${key}";\n`, "a.ts");
+      const found = await scanText(`export const AWS_ACCESS_KEY = "${key}";\n`, "a.ts");
       expect(found.map((d) => d.code)).toEqual(["secrets/aws-access-key-id"]);
       expect(found[0]?.severity).toBe("error");
     });
-    it("finds a fake key of AKIA plus 16 random upper-case characters anywhere", () => {
-      fc.assert(
-        fc.property(fc.stringMatching(/^[A-Z0-9]{16}$/), (tail) => {
+    it("finds a fake key of AKIA plus 16 random upper-case characters anywhere", async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.stringMatching(/^[A-Z0-9]{16}$/), async (tail) => {
           const key = `AKIA${tail}`;
-          const found = scanText(`x ${key} y`, "k.txt");
+          const found = await scanText(`x ${key} y`, "k.txt");
           return found.some((d) => d.code === "secrets/aws-access-key-id");
         }),
         { numRuns: 100 },
@@ -66,12 +67,12 @@ describe("scanText", () => {
 
   describe("documented example values", () => {
     const line = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n";
-    it("are allowlisted by default (AWS's AKIAIOSFODNN7EXAMPLE is published, never a live key)", () => {
-      expect(scanText(line, "docs/setup.md")).toEqual([]);
+    it("are allowlisted by default (AWS's AKIAIOSFODNN7EXAMPLE is published, never a live key)", async () => {
+      expect(await scanText(line, "docs/setup.md")).toEqual([]);
     });
-    it("are reported when a repository turns documentedExamples off", () => {
+    it("are reported when a repository turns documentedExamples off", async () => {
       const allow = effectiveAllowlist(DEFAULT_RULES, parseSecretsConfig('{"documentedExamples": false}'));
-      expect(scanText(line, "docs/setup.md", DEFAULT_RULES, allow).map((d) => d.code)).toEqual([
+      expect((await scanText(line, "docs/setup.md", DEFAULT_RULES, allow)).map((d) => d.code)).toEqual([
         "secrets/aws-access-key-id",
       ]);
     });
@@ -80,21 +81,21 @@ describe("scanText", () => {
   describe("allowlists", () => {
     const key = `AKIA${fake(UPPER_DIGITS, 16, 11)}`;
     const text = `key: ${key}\n`;
-    it("skip paths matching a glob (dot files included)", () => {
+    it("skip paths matching a glob (dot files included)", async () => {
       const allow = compileAllowlist({ paths: ["test/fixtures/**", "**/.env.example"] });
-      expect(scanText(text, "test/fixtures/creds.txt", DEFAULT_RULES, allow)).toEqual([]);
-      expect(scanText(text, "app/.env.example", DEFAULT_RULES, allow)).toEqual([]);
-      expect(scanText(text, "src/creds.txt", DEFAULT_RULES, allow)).toHaveLength(1);
+      expect(await scanText(text, "test/fixtures/creds.txt", DEFAULT_RULES, allow)).toEqual([]);
+      expect(await scanText(text, "app/.env.example", DEFAULT_RULES, allow)).toEqual([]);
+      expect(await scanText(text, "src/creds.txt", DEFAULT_RULES, allow)).toHaveLength(1);
     });
-    it("drop a finding by its secret fingerprint, wherever the value occurs", () => {
+    it("drop a finding by its secret fingerprint, wherever the value occurs", async () => {
       const allow = compileAllowlist({ fingerprints: [secretFingerprint("aws-access-key-id", key)] });
-      expect(scanText(text, "a.txt", DEFAULT_RULES, allow)).toEqual([]);
-      expect(scanText(text, "b/c.txt", DEFAULT_RULES, allow)).toEqual([]);
+      expect(await scanText(text, "a.txt", DEFAULT_RULES, allow)).toEqual([]);
+      expect(await scanText(text, "b/c.txt", DEFAULT_RULES, allow)).toEqual([]);
     });
-    it("drop one finding by its own fingerprint, only at that path", () => {
+    it("drop one finding by its own fingerprint, only at that path", async () => {
       const allow = compileAllowlist({ fingerprints: [findingFingerprint("aws-access-key-id", "a.txt", key)] });
-      expect(scanText(text, "a.txt", DEFAULT_RULES, allow)).toEqual([]);
-      expect(scanText(text, "b.txt", DEFAULT_RULES, allow)).toHaveLength(1);
+      expect(await scanText(text, "a.txt", DEFAULT_RULES, allow)).toEqual([]);
+      expect(await scanText(text, "b.txt", DEFAULT_RULES, allow)).toHaveLength(1);
     });
   });
 
@@ -106,41 +107,41 @@ describe("scanText", () => {
       "process.env.API_TOKEN_VALUE",
       "1111111111222222222233333333334444",
       "short1",
-    ])("ignores the low-entropy or word-like value %s", (value) => {
-      expect(scanText(`api_token = "${value}"\n`, "a.env")).toEqual([]);
+    ])("ignores the low-entropy or word-like value %s", async (value) => {
+      expect(await scanText(`api_token = "${value}"\n`, "a.env")).toEqual([]);
     });
-    it("reports a random base64 or hex value, as a warning with its entropy", () => {
+    it("reports a random base64 or hex value, as a warning with its entropy", async () => {
       for (const value of [fake(BASE64, 32, 3), fake(HEX, 40, 4)]) {
-        const [d, ...rest] = scanText(`client_secret: '${value}'\n`, "a.yml");
+        const [d, ...rest] = await scanText(`client_secret: '${value}'\n`, "a.yml");
         expect(rest).toEqual([]);
         expect(d?.code).toBe("secrets/high-entropy-assignment");
         expect(d?.severity).toBe("warning");
         expect(((d?.data ?? {}) as { entropy: number }).entropy).toBeGreaterThan(3);
       }
     });
-    it("ignores random values that are not assigned to a secret-looking name", () => {
-      expect(scanText(`const colour = "${fake(BASE64, 32, 5)}";\n`, "a.ts")).toEqual([]);
+    it("ignores random values that are not assigned to a secret-looking name", async () => {
+      expect(await scanText(`const colour = "${fake(BASE64, 32, 5)}";\n`, "a.ts")).toEqual([]);
     });
   });
 
   describe("fingerprints", () => {
     const key = `ghp_${fake(ALNUM, 36, 9)}`;
-    it("survive unrelated line shifts (content-based, not position-based)", () => {
-      const a = scanText(`t = ${key}\n`, "a.ts")[0]?.fingerprint;
-      const b = scanText(`\n\n// moved\n\n   t = ${key}\n`, "a.ts")[0]?.fingerprint;
+    it("survive unrelated line shifts (content-based, not position-based)", async () => {
+      const a = (await scanText(`t = ${key}\n`, "a.ts"))[0]?.fingerprint;
+      const b = (await scanText(`\n\n// moved\n\n   t = ${key}\n`, "a.ts"))[0]?.fingerprint;
       expect(a).toBeDefined();
       expect(a).toBe(b);
     });
-    it("differ per path so two leaking files stay two findings; the secret fingerprint is shared", () => {
-      const [a] = scanText(`t = ${key}\n`, "a.ts");
-      const [b] = scanText(`t = ${key}\n`, "b.ts");
+    it("differ per path so two leaking files stay two findings; the secret fingerprint is shared", async () => {
+      const [a] = await scanText(`t = ${key}\n`, "a.ts");
+      const [b] = await scanText(`t = ${key}\n`, "b.ts");
       expect(a?.fingerprint).not.toBe(b?.fingerprint);
       expect(((a?.data ?? {}) as { secretFingerprint: string }).secretFingerprint).toBe(
         ((b?.data ?? {}) as { secretFingerprint: string }).secretFingerprint,
       );
     });
-    it("fold repeats of one value in one file into one finding with its occurrence count", () => {
-      const found = scanText(`a = ${key}\nb = ${key}\n`, "a.ts");
+    it("fold repeats of one value in one file into one finding with its occurrence count", async () => {
+      const found = await scanText(`a = ${key}\nb = ${key}\n`, "a.ts");
       expect(found).toHaveLength(1);
       expect(((found[0]?.data ?? {}) as { occurrences: number }).occurrences).toBe(2);
     });
@@ -155,20 +156,20 @@ describe("scanText", () => {
         .map((t) => ({ secret: `${t}7Qz9`, line: (s: string) => `password = "${s}"` })),
     );
     const noise = fc.array(fc.stringMatching(/^[ -~]{0,60}$/), { maxLength: 8 });
-    it("never echoes a random secret embedded in random text, in any field", () => {
-      fc.assert(
-        fc.property(secretArb, noise, noise, ({ secret, line }, before, after) => {
+    it("never echoes a random secret embedded in random text, in any field", async () => {
+      await fc.assert(
+        fc.asyncProperty(secretArb, noise, noise, async ({ secret, line }, before, after) => {
           const text = [...before, line(secret), ...after].join("\n");
-          const out = JSON.stringify(scanText(text, "src/file.txt"));
+          const out = JSON.stringify(await scanText(text, "src/file.txt"));
           expect(out).not.toContain(secret);
         }),
         { numRuns: 300 },
       );
     });
-    it("reports every planted token-shaped secret (the property above is not vacuous)", () => {
-      fc.assert(
-        fc.property(secretArb, ({ secret, line }) => {
-          const found = scanText(`${line(secret)}\n`, "f.txt");
+    it("reports every planted token-shaped secret (the property above is not vacuous)", async () => {
+      await fc.assert(
+        fc.asyncProperty(secretArb, async ({ secret, line }) => {
+          const found = await scanText(`${line(secret)}\n`, "f.txt");
           // Only the generic rule has an entropy gate; fast-check's biased strings may fall under it.
           return found.length >= 1 || shannonEntropy(secret) < 3.5;
         }),
@@ -178,17 +179,53 @@ describe("scanText", () => {
   });
 
   describe("a private key block", () => {
-    it("spans its lines and is reported without any of its body", () => {
+    it("spans its lines and is reported without any of its body", async () => {
       const s = samples(42).find((x) => x.rule === "private-key");
       if (s === undefined) throw new Error("no sample");
-      const [d] = scanText(`a\n${s.line}\n`, "id_rsa");
+      const [d] = await scanText(`a\n${s.line}\n`, "id_rsa");
       expect(d?.range?.start.line).toBe(1);
       expect(d?.range?.end.line).toBe(6);
       for (const bodyLine of s.secret.trim().split("\n")) expect(JSON.stringify(d)).not.toContain(bodyLine);
     });
-    it("is not reported for a header alone (code that checks for PEM headers)", () => {
-      expect(scanText('if (pem.startsWith("-----BEGIN PRIVATE KEY-----")) {}\n', "a.ts")).toEqual([]);
+    it("is not reported for a header alone (code that checks for PEM headers)", async () => {
+      expect(await scanText('if (pem.startsWith("-----BEGIN PRIVATE KEY-----")) {}\n', "a.ts")).toEqual([]);
     });
+  });
+});
+
+describe("no bypass", () => {
+  const ghp = `ghp_${fake(ALNUM, 36, 301)}`;
+  const aws = `AKIA${fake(UPPER_DIGITS, 16, 302)}`;
+  it("a secretlint-disable comment in the scanned file does not switch the catalogue off", async () => {
+    const text = `// secretlint-disable\nconst t = "${ghp}"; // secretlint-disable-line\n`;
+    expect((await scanText(text, "a.ts")).map((d) => d.code)).toEqual(["secrets/secretlint-github"]);
+  });
+  it("a blob with invalid UTF-8 and NUL bytes is read as latin1 and scanned", async () => {
+    const bytes = new Uint8Array([0xc3, 0x28, 0x00, ...new TextEncoder().encode(`key=${aws}\n`), 0xfe]);
+    const found = await scanBlob(bytes, "blob.bin");
+    expect(found.map((d) => [d.code, (d.data as { textEncoding?: string }).textEncoding])).toEqual([
+      ["secrets/aws-access-key-id", "latin1"],
+    ]);
+  });
+  it.each<[string, (s: string) => string]>([
+    ["base64", (s) => Buffer.from(s).toString("base64")],
+    ["base64url", (s) => Buffer.from(s).toString("base64url")],
+    ["hex", (s) => Buffer.from(s).toString("hex")],
+    ["base64 of base64", (s) => Buffer.from(Buffer.from(s).toString("base64")).toString("base64")],
+  ])("a token %s-encoded is decoded, found at the encoded run, and never echoed", async (_how, encode) => {
+    const encoded = encode(`token: ${ghp}`);
+    const text = `blob = "${encoded}"\n`;
+    const found = await scanText(text, "a.cfg");
+    expect(found.map((d) => d.code)).toEqual(["secrets/secretlint-github"]);
+    expect(found[0]?.range?.start.character).toBe(text.indexOf(encoded));
+    expect(found[0]?.fingerprint).toBe(findingFingerprint("secretlint-github", "a.cfg", ghp));
+    const out = JSON.stringify(found);
+    expect(out).not.toContain(ghp);
+    expect(out).not.toContain(encoded);
+  });
+  it("random base64 (a lock file's integrity hashes) decodes to nothing that is reported", async () => {
+    const text = Array.from({ length: 50 }, (_, i) => `integrity sha512-${fake(BASE64, 86, 400 + i)}==`).join("\n");
+    expect(await scanText(text, "pnpm-lock.yaml")).toEqual([]);
   });
 });
 
@@ -201,7 +238,7 @@ describe("shannonEntropy", () => {
   ])("of %j is %d bits", (s, bits) => {
     expect(shannonEntropy(s)).toBeCloseTo(bits, 10);
   });
-  it("gates by alphabet: hex values need less entropy than base64", () => {
+  it("gates by alphabet: hex values need less entropy than base64", async () => {
     const gate = { minLength: 8, hex: 3, base64: 4.5 };
     expect(passesEntropy("0123456789abcdef", gate)).toBe(true);
     expect(passesEntropy("ABCDEFGHIJKLMNOP", gate)).toBe(false);
@@ -209,7 +246,7 @@ describe("shannonEntropy", () => {
 });
 
 describe("isBinary", () => {
-  it("treats a NUL byte or invalid UTF-8 as binary, text as text", () => {
+  it("treats a NUL byte or invalid UTF-8 as binary, text as text", async () => {
     expect(isBinary(new Uint8Array([0x41, 0x00, 0x42]))).toBe(true);
     expect(isBinary(new Uint8Array([0xff, 0xfe, 0x41]))).toBe(true);
     expect(isBinary(new TextEncoder().encode("héllo\n"))).toBe(false);
