@@ -135,6 +135,13 @@ describe("installable packages (issue 18)", () => {
     }
   });
 
+  it("every public entry point (and @asp/sdk/testing) type-checks and loads from the installed tarballs", async () => {
+    const { stdout } = await sh(process.execPath, [join(project, "dist/all.js")], project);
+    const exported = JSON.parse(stdout) as Record<string, number>;
+    expect(Object.keys(exported).sort()).toEqual([...PUBLIC.map((p) => p.name), "@asp/sdk/testing"].sort());
+    for (const [name, count] of Object.entries(exported)) expect(count, name).toBeGreaterThan(0);
+  }, 60_000);
+
   it("a strict NodeNext consumer composes a host from the tarballs: allow, then deny on a TODO", async () => {
     const store = join(work, "store");
     const gate = async (): Promise<{ decision: string; findings: string[]; degraded: unknown[] }> => {
