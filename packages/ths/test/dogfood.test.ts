@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { validate } from "@asp/contracts";
+import { ASSURANCE_MODES, validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
 import { HEALTH_FACT_KIND, type ProviderHealthRecord } from "../src/health.js";
@@ -69,7 +69,7 @@ async function dogfoodStore() {
 }
 
 describe("dogfood report (host §9)", () => {
-  it("H9.1 H9.4 H9.5 H9.6 H9.7 H9.8 H9.9 H9.10 H9.13 host §9: per-family figures from a real store, exactly", async () => {
+  it("H9.1 H9.3 H9.4 H9.5 H9.6 H9.7 H9.8 H9.9 H9.10 H9.13 host §9: per-family figures from a real store, exactly", async () => {
     const { dir, gate, sweep, applied } = await dogfoodStore();
     const store = await openStore(dir);
     try {
@@ -138,6 +138,14 @@ describe("dogfood report (host §9)", () => {
 
       // The weakest the host reported: the refused apply guarantees nothing.
       expect(report.assurance.transactionGuarantee).toBe("none");
+      // ... and the weakest mode of any decision or apply receipt (a plain-subprocess edit: advisory).
+      const decided = (await listReceipts(store.log, 1000)).map((r) => r.receipt.assurance.mode);
+      const appliedModes = (await store.log.list({ kind: "ths.apply-receipt" })).map(
+        (e) => (e.record as { assuranceMode: (typeof ASSURANCE_MODES)[number] }).assuranceMode,
+      );
+      expect(appliedModes).toHaveLength(2);
+      const weakest = Math.min(...[...decided, ...appliedModes].map((m) => ASSURANCE_MODES.indexOf(m)));
+      expect(report.assurance.mode).toBe(ASSURANCE_MODES[weakest]);
     } finally {
       await store.close();
     }
