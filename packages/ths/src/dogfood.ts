@@ -66,6 +66,22 @@ export function parseDogfoodLabels(value: unknown): DogfoodLabels {
   return value as DogfoodLabels;
 }
 
+/**
+ * The records of `entries` as the schema `name`, or a typed refusal: a report never guesses over
+ * (or silently drops) a stored receipt it cannot read.
+ */
+function readAll<T>(entries: readonly FactEntry[], name: "audit-receipt" | "apply-receipt"): T[] {
+  return entries.map((e) => {
+    const r = validate(name, e.record);
+    if (!r.ok) {
+      throw new ThsError("ASP_THS_BAD_RECEIPT", `the ${name} at seq ${e.seq} does not validate (asp receipts verify)`, {
+        data: { seq: e.seq, errors: r.errors.slice(0, 5) },
+      });
+    }
+    return r.value as T;
+  });
+}
+
 /** Nearest-rank percentile of sorted samples (0 when there are none). */
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -128,7 +144,8 @@ const weaker = <T extends string>(order: readonly T[], a: T | null, b: T): T =>
  *
  * Apply receipts carry no latency and decisions record no per-provider latency of a failed run,
  * so a latency row with no complete run reads `p50Ms` = `p95Ms` = 0 with its timeouts.
- * @throws ThsError `ASP_THS_INTERNAL` when the report does not validate against the
+ * @throws ThsError `ASP_THS_BAD_RECEIPT` when a stored audit or apply receipt does not validate
+ * (never skipped); `ASP_THS_INTERNAL` when the report does not validate against the
  * `dogfood-report` schema; EvidenceError from the fact log.
  */
 export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions = {}): Promise<DogfoodReport> {
@@ -138,12 +155,16 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
   let mode: AssuranceMode | null = null;
   let guarantee: TransactionGuarantee | null = null;
 
-  const [receipts, decisions, health, applies] = await Promise.all([
+  const [receiptFacts, decisions, health, applyFacts] = await Promise.all([
     log.list({ kind: FACT_KINDS.receipt }),
     log.list({ kind: FACT_KINDS.decision }),
     log.list({ kind: HEALTH_FACT_KIND }),
     log.list({ kind: APPLY_FACT_KINDS.receipt }),
   ]);
+  const receiptRecords = readAll<AuditReceipt>(receiptFacts, "audit-receipt");
+  const receipts = receiptFacts.map((e, i) => ({ ...e, receipt: receiptRecords[i] as AuditReceipt }));
+  const applyRecords = readAll<ApplyReceipt>(applyFacts, "apply-receipt");
+  const applies = applyFacts.map((e, i) => ({ ...e, apply: applyRecords[i] as ApplyReceipt }));
   const envelopes = new Map<string, DecisionEnvelope>();
   for (const d of decisions) {
     const env = d.record as unknown as DecisionEnvelope;
@@ -151,12 +172,12 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
   }
 
   // Latency: walk receipts and health facts in log order; health facts right after a receipt are its batch.
-  const merged = [...receipts, ...health].sort((a, b) => a.seq - b.seq);
+  const merged: Array<FactEntry & { receipt?: AuditReceipt }> = [...receipts, ...health].sort((a, b) => a.seq - b.seq);
   const completes = new Map<string, number>();
   let batch: { receipt: AuditReceipt; lastSeq: number; counted: boolean } | null = null;
   for (const e of merged) {
-    if (e.kind === FACT_KINDS.receipt) {
-      batch = { receipt: e.record as unknown as AuditReceipt, lastSeq: e.seq, counted: inWindow(e) };
+    if (e.receipt !== undefined) {
+      batch = { receipt: e.receipt, lastSeq: e.seq, counted: inWindow(e) };
       continue;
     }
     const h = e.record as unknown as ProviderHealthRecord;
@@ -176,7 +197,7 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
   let lastReceiptId: string | null = null;
   for (const e of receipts) {
     if (!inWindow(e)) continue;
-    const r = e.record as unknown as AuditReceipt;
+    const r = e.receipt;
     lastReceiptId = r.receiptId;
     callSiteRow(acc.check, r.callSite);
     mode = weaker(ASSURANCE_MODES, mode, r.assurance.mode);
@@ -217,7 +238,7 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
 
   for (const e of applies) {
     if (!inWindow(e)) continue;
-    const a = e.record as unknown as ApplyReceipt;
+    const a = e.apply;
     if (a.rejection !== undefined)
       acc.edit.editConflicts.push({ kind: a.rejection.code, detail: clip(a.rejection.detail) });
     const outcome: ApplyOutcome = a.transactionGuarantee === "none" ? "no_write" : a.transactionGuarantee;

@@ -5,7 +5,7 @@ import { ASSURANCE_MODES, validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
 import { HEALTH_FACT_KIND, type ProviderHealthRecord } from "../src/health.js";
-import { composeHost, dogfoodReport, listReceipts, parseDogfoodLabels } from "../src/index.js";
+import { composeHost, dogfoodReport, FACT_KINDS, listReceipts, parseDogfoodLabels } from "../src/index.js";
 import { applyRepo, editManifest, replaceIntent } from "./apply-helpers.js";
 import { fakeClock, manifest, policyFor, tempRepo } from "./helpers.js";
 
@@ -166,6 +166,19 @@ describe("dogfood report (host §9)", () => {
         });
       }
       expect(report.assurance).toEqual({ mode: "advisory", transactionGuarantee: "none" });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("host §9: a stored receipt that does not validate is refused (ASP_THS_BAD_RECEIPT), never skipped", async () => {
+    const store = await openStore(join(mkdtempSync(join(tmpdir(), "asp-dogfood-bad-")), "store"));
+    try {
+      // A record under the receipt kind that claims an allow but is no audit receipt.
+      await store.log.append([{ kind: FACT_KINDS.receipt, record: { receiptId: "rcpt-forged", decision: "allow" } }]);
+      await expect(dogfoodReport(store.log)).rejects.toThrowWithCode("ASP_THS_BAD_RECEIPT");
+      await store.log.append([{ kind: "ths.apply-receipt", record: { applied: true } }]);
+      await expect(dogfoodReport(store.log)).rejects.toThrowWithCode("ASP_THS_BAD_RECEIPT");
     } finally {
       await store.close();
     }
