@@ -14,6 +14,9 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   missing repository directory) (input).
  * - `ASP_THS_CLOSED`: the host was used after `close()` (internal).
  * - `ASP_THS_RECEIPT_NOT_FOUND`: no receipt with that id in the store (input).
+ * - `ASP_THS_BAD_RECEIPT`: a stored audit or apply receipt does not validate, so the dogfood report
+ *   refuses rather than skip it (`asp receipts verify` says more) (input).
+ * - `ASP_THS_BAD_LABELS`: a dogfood labelled set is not an object of `"tp"` / `"fp"` labels (input).
  * - `ASP_THS_UNTRUSTED_LOCATION`: a trusted input (host configuration, policy, trust root,
  *   plugin folder, store, provider executable, argument or cwd) lies inside the repository
  *   being evaluated, after resolving symlinks (input).
@@ -29,6 +32,8 @@ export type ThsErrorCode =
   | "ASP_THS_BAD_REQUEST"
   | "ASP_THS_CLOSED"
   | "ASP_THS_RECEIPT_NOT_FOUND"
+  | "ASP_THS_BAD_LABELS"
+  | "ASP_THS_BAD_RECEIPT"
   | "ASP_THS_UNTRUSTED_LOCATION"
   | "ASP_THS_INTERNAL"
   | "ASP_APPLY_UNKNOWN_PROPOSAL";
@@ -42,6 +47,8 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_REQUEST",
   "ASP_THS_CLOSED",
   "ASP_THS_RECEIPT_NOT_FOUND",
+  "ASP_THS_BAD_LABELS",
+  "ASP_THS_BAD_RECEIPT",
   "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_INTERNAL",
   "ASP_APPLY_UNKNOWN_PROPOSAL",

@@ -43,6 +43,8 @@ export type {
   RequirementFailure,
 } from "./decide.js";
 export { DEFAULT_FAIL_TABLE, decide, failCell, failTable, nextStepFor } from "./decide.js";
+export type { DogfoodLabel, DogfoodLabels, DogfoodReportOptions } from "./dogfood.js";
+export { dogfoodReport, parseDogfoodLabels } from "./dogfood.js";
 export type { ServedHost, ServeHostOptions } from "./endpoint.js";
 export { serveHost } from "./endpoint.js";
 export type { ApplyRejectionCode, ThsErrorCode } from "./errors.js";

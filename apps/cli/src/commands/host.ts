@@ -226,7 +226,7 @@ export function registerSweep(program: Command, ctx: CliContext): void {
  * Run `fn` over the store's log, opened read-only (a private snapshot: a running gate is never
  * blocked), or `null` when there is no store yet.
  */
-async function withStore<T>(
+export async function withStore<T>(
   ctx: CliContext,
   configPath: string | undefined,
   fn: (log: FactLog | null) => Promise<T>,

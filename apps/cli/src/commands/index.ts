@@ -3,6 +3,7 @@ import type { CliContext } from "../context.js";
 import { registerApply, registerEdit, registerServe } from "./apply.js";
 import { registerConfig } from "./config.js";
 import { registerConformance } from "./conformance.js";
+import { registerDogfood } from "./dogfood.js";
 import { registerCheck, registerGate, registerReceipts, registerSweep } from "./host.js";
 import { registerPlugin } from "./plugin.js";
 import { registerPolicy } from "./policy.js";
@@ -19,6 +20,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerApply,
   registerServe,
   registerReceipts,
+  registerDogfood,
   registerStore,
   registerConfig,
   registerPolicy,

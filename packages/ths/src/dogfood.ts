@@ -1,0 +1,291 @@
+import {
+  APPLY_OUTCOMES,
+  type ApplyOutcome,
+  type ApplyReceipt,
+  ASSURANCE_MODES,
+  type AssuranceMode,
+  type AuditReceipt,
+  CAPABILITY_FAMILIES,
+  type CallSite,
+  type CapabilityFamily,
+  type DecisionEnvelope,
+  type DogfoodReport,
+  TRANSACTION_GUARANTEES,
+  type TransactionGuarantee,
+  validate,
+} from "@asp/contracts";
+import type { FactEntry, FactLog } from "@asp/evidence";
+import { APPLY_FACT_KINDS } from "./apply/applier.js";
+import { ThsError } from "./errors.js";
+import { HEALTH_FACT_KIND, type ProviderHealthRecord } from "./health.js";
+import { FACT_KINDS } from "./receipts.js";
+
+/** A label of the labelled set: the finding (or the receipt's blocking answer) is a true or a false positive. */
+export type DogfoodLabel = "tp" | "fp";
+
+/**
+ * The labelled set (`--labels FILE`). A key is either a receipt id (the receipt's decision as a
+ * whole: `fp` = it should not have blocked, `tp` = it should have) or `<path>#<code>` (one
+ * diagnostic code on one repository path: `fp` = it should not be reported, `tp` = it must be).
+ */
+export type DogfoodLabels = Readonly<Record<string, DogfoodLabel>>;
+
+/** Options of {@link dogfoodReport}. */
+export interface DogfoodReportOptions {
+  /** Only receipts appended at or after this time. */
+  readonly since?: Date;
+  /** The labelled set false positives and negatives are counted against. */
+  readonly labels?: DogfoodLabels;
+  /** Who produced the receipts (default `asp-host` 0.0.0: the host toolkit itself). */
+  readonly engine?: { readonly name: string; readonly version: string };
+  /** The report's `generatedAt` (default now). */
+  readonly now?: Date;
+}
+
+type FamilyRow = DogfoodReport["capabilities"][number];
+type Sample = FamilyRow["falsePositives"][number];
+
+const MAX_DETAIL = 4000;
+const clip = (s: string): string => (s.length > MAX_DETAIL ? `${s.slice(0, MAX_DETAIL - 1)}…` : s);
+
+/**
+ * Check a parsed labels file: an object of `"tp"` / `"fp"` values.
+ * @throws ThsError `ASP_THS_BAD_LABELS` when it is not one.
+ */
+export function parseDogfoodLabels(value: unknown): DogfoodLabels {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ThsError("ASP_THS_BAD_LABELS", 'the labelled set must be a JSON object of id -> "tp" | "fp"');
+  }
+  for (const [key, label] of Object.entries(value)) {
+    if (key.length === 0 || (label !== "tp" && label !== "fp")) {
+      throw new ThsError("ASP_THS_BAD_LABELS", `label ${JSON.stringify(key)} must be "tp" or "fp"`, {
+        data: { key },
+      });
+    }
+  }
+  return value as DogfoodLabels;
+}
+
+/**
+ * The records of `entries` as the schema `name`, or a typed refusal: a report never guesses over
+ * (or silently drops) a stored receipt it cannot read.
+ */
+function readAll<T>(entries: readonly FactEntry[], name: "audit-receipt" | "apply-receipt"): T[] {
+  return entries.map((e) => {
+    const r = validate(name, e.record);
+    if (!r.ok) {
+      throw new ThsError("ASP_THS_BAD_RECEIPT", `the ${name} at seq ${e.seq} does not validate (asp receipts verify)`, {
+        data: { seq: e.seq, errors: r.errors.slice(0, 5) },
+      });
+    }
+    return r.value as T;
+  });
+}
+
+/** Nearest-rank percentile of sorted samples (0 when there are none). */
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] as number;
+}
+
+/** Per-family accumulator. */
+interface Acc {
+  readonly latency: Map<CallSite, { samples: number[]; timeouts: number }>;
+  staleRejections: number;
+  readonly typedFailures: Record<string, number>;
+  readonly degraded: FamilyRow["degraded"];
+  readonly editConflicts: FamilyRow["editConflicts"];
+  readonly applyOutcomes: Partial<Record<ApplyOutcome, number>>;
+  readonly falsePositives: Sample[];
+  readonly falseNegatives: Sample[];
+}
+
+const newAcc = (): Acc => ({
+  latency: new Map(),
+  staleRejections: 0,
+  typedFailures: {},
+  degraded: [],
+  editConflicts: [],
+  applyOutcomes: {},
+  falsePositives: [],
+  falseNegatives: [],
+});
+
+const callSiteRow = (acc: Acc, callSite: CallSite): { samples: number[]; timeouts: number } => {
+  let row = acc.latency.get(callSite);
+  if (row === undefined) {
+    row = { samples: [], timeouts: 0 };
+    acc.latency.set(callSite, row);
+  }
+  return row;
+};
+
+/** Freshness failures (host §5): a stale answer, or a worktree that moved under the run. */
+const FRESHNESS = new Set(["stale", "worktree_changed"]);
+
+const weaker = <T extends string>(order: readonly T[], a: T | null, b: T): T =>
+  a === null || order.indexOf(b) < order.indexOf(a) ? b : a;
+
+/**
+ * The dogfood report (host §9) over the receipts in a fact log: per capability family (inspect,
+ * check, edit) separately, never one pass/fail label.
+ *
+ * - **check**: the audit receipts of decisions. Latency per call-site comes from the provider
+ *   health facts appended in the same batch as each receipt (a provider whose `complete` count
+ *   rose in that batch contributed its newest latency sample); timeouts, typed failures (by fail
+ *   class), stale rejections (`stale`, `worktree_changed`) and degraded entries come from the
+ *   receipt's `coverage.degraded`, each under the entry's own capability (default `check`).
+ * - **edit**: the apply receipts. A rejection (`ASP_APPLY_*`) is an edit conflict or refused
+ *   edit; the receipt's transaction guarantee is its rollback/staging outcome (`none` = `no_write`).
+ * - **assurance**: the weakest assurance mode and transaction guarantee any receipt reported
+ *   (`advisory` / `none` when there is none: nothing was proven).
+ * - **false positives / negatives** against `labels` (see {@link DogfoodLabels}), with samples
+ *   that name the receipt.
+ *
+ * Apply receipts carry no latency and decisions record no per-provider latency of a failed run,
+ * so a latency row with no complete run reads `p50Ms` = `p95Ms` = 0 with its timeouts.
+ * @throws ThsError `ASP_THS_BAD_RECEIPT` when a stored audit or apply receipt does not validate
+ * (never skipped); `ASP_THS_INTERNAL` when the report does not validate against the
+ * `dogfood-report` schema; EvidenceError from the fact log.
+ */
+export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions = {}): Promise<DogfoodReport> {
+  const since = options.since?.getTime();
+  const inWindow = (e: FactEntry): boolean => since === undefined || Date.parse(e.at) >= since;
+  const acc = Object.fromEntries(CAPABILITY_FAMILIES.map((f) => [f, newAcc()])) as Record<CapabilityFamily, Acc>;
+  let mode: AssuranceMode | null = null;
+  let guarantee: TransactionGuarantee | null = null;
+
+  const [receiptFacts, decisions, health, applyFacts] = await Promise.all([
+    log.list({ kind: FACT_KINDS.receipt }),
+    log.list({ kind: FACT_KINDS.decision }),
+    log.list({ kind: HEALTH_FACT_KIND }),
+    log.list({ kind: APPLY_FACT_KINDS.receipt }),
+  ]);
+  const receiptRecords = readAll<AuditReceipt>(receiptFacts, "audit-receipt");
+  const receipts = receiptFacts.map((e, i) => ({ ...e, receipt: receiptRecords[i] as AuditReceipt }));
+  const applyRecords = readAll<ApplyReceipt>(applyFacts, "apply-receipt");
+  const applies = applyFacts.map((e, i) => ({ ...e, apply: applyRecords[i] as ApplyReceipt }));
+  const envelopes = new Map<string, DecisionEnvelope>();
+  for (const d of decisions) {
+    const env = d.record as unknown as DecisionEnvelope;
+    envelopes.set(env.decisionId, env);
+  }
+
+  // Latency: walk receipts and health facts in log order; health facts right after a receipt are its batch.
+  const merged: Array<FactEntry & { receipt?: AuditReceipt }> = [...receipts, ...health].sort((a, b) => a.seq - b.seq);
+  const completes = new Map<string, number>();
+  let batch: { receipt: AuditReceipt; lastSeq: number; counted: boolean } | null = null;
+  for (const e of merged) {
+    if (e.receipt !== undefined) {
+      batch = { receipt: e.receipt, lastSeq: e.seq, counted: inWindow(e) };
+      continue;
+    }
+    const h = e.record as unknown as ProviderHealthRecord;
+    const key = `${h.provider?.id}@${h.provider?.version}#${h.provider?.digest}`;
+    const before = completes.get(key) ?? 0;
+    const now = h.outcomes?.complete ?? 0;
+    completes.set(key, now);
+    const inBatch = batch !== null && e.seq === batch.lastSeq + 1;
+    if (batch !== null) batch.lastSeq = inBatch ? e.seq : batch.lastSeq;
+    if (!inBatch || batch === null || !batch.counted || now <= before) continue;
+    const ms = h.latencyMs?.[h.latencyMs.length - 1];
+    if (typeof ms === "number") callSiteRow(acc.check, batch.receipt.callSite).samples.push(ms);
+  }
+
+  const labels = options.labels ?? {};
+  const seenFindings = new Set<string>();
+  let lastReceiptId: string | null = null;
+  for (const e of receipts) {
+    if (!inWindow(e)) continue;
+    const r = e.receipt;
+    lastReceiptId = r.receiptId;
+    callSiteRow(acc.check, r.callSite);
+    mode = weaker(ASSURANCE_MODES, mode, r.assurance.mode);
+    if (r.assurance.transactionGuarantee !== undefined) {
+      guarantee = weaker(TRANSACTION_GUARANTEES, guarantee, r.assurance.transactionGuarantee);
+    }
+    for (const d of r.coverage.degraded) {
+      const family = acc[d.capability ?? "check"];
+      const failClass = d.failClass ?? d.reason.replaceAll("-", "_");
+      family.degraded.push(d);
+      family.typedFailures[failClass] = (family.typedFailures[failClass] ?? 0) + 1;
+      if (FRESHNESS.has(failClass)) family.staleRejections += 1;
+      if (failClass === "timed_out") callSiteRow(family, r.callSite).timeouts += 1;
+    }
+    const receiptLabel = labels[r.receiptId];
+    if (receiptLabel === "fp" && r.decision === "deny") {
+      acc.check.falsePositives.push({ ref: r.receiptId, detail: `labelled fp, decided deny at ${r.callSite}` });
+    } else if (receiptLabel === "tp" && r.decision === "allow") {
+      acc.check.falseNegatives.push({ ref: r.receiptId, detail: `labelled tp, decided allow at ${r.callSite}` });
+    }
+    for (const f of envelopes.get(r.decisionId)?.findings ?? []) {
+      const path = f.diagnostic.range?.path;
+      if (path === undefined) continue;
+      const key = `${path}#${f.diagnostic.code}`;
+      seenFindings.add(key);
+      if (labels[key] === "fp") {
+        acc.check.falsePositives.push({ ref: r.receiptId, detail: clip(`${key} (${f.provider.id}): labelled fp`) });
+      }
+    }
+  }
+  for (const [key, label] of Object.entries(labels)) {
+    if (label !== "tp" || !key.includes("#") || seenFindings.has(key) || lastReceiptId === null) continue;
+    acc.check.falseNegatives.push({
+      ref: lastReceiptId,
+      detail: clip(`${key}: labelled tp, reported by no receipt in the window (newest named)`),
+    });
+  }
+
+  for (const e of applies) {
+    if (!inWindow(e)) continue;
+    const a = e.apply;
+    if (a.rejection !== undefined)
+      acc.edit.editConflicts.push({ kind: a.rejection.code, detail: clip(a.rejection.detail) });
+    const outcome: ApplyOutcome = a.transactionGuarantee === "none" ? "no_write" : a.transactionGuarantee;
+    acc.edit.applyOutcomes[outcome] = (acc.edit.applyOutcomes[outcome] ?? 0) + 1;
+    mode = weaker(ASSURANCE_MODES, mode, a.assuranceMode);
+    guarantee = weaker(TRANSACTION_GUARANTEES, guarantee, a.transactionGuarantee);
+  }
+
+  const report: DogfoodReport = {
+    $$type: "@asp/DogfoodReport",
+    version: 1,
+    engine: { name: options.engine?.name ?? "asp-host", version: options.engine?.version ?? "0.0.0" },
+    generatedAt: (options.now ?? new Date()).toISOString(),
+    capabilities: CAPABILITY_FAMILIES.map((family) => {
+      const a = acc[family];
+      return {
+        family,
+        parityDeltas: [],
+        falsePositives: a.falsePositives,
+        falseNegatives: a.falseNegatives,
+        latency: [...a.latency.entries()]
+          .sort(([x], [y]) => x.localeCompare(y))
+          .map(([callSite, row]) => {
+            const sorted = [...row.samples].sort((x, y) => x - y);
+            return {
+              callSite,
+              p50Ms: percentile(sorted, 0.5),
+              p95Ms: percentile(sorted, 0.95),
+              timeouts: row.timeouts,
+            };
+          }),
+        staleRejections: a.staleRejections,
+        typedFailures: a.typedFailures,
+        degraded: a.degraded,
+        editConflicts: a.editConflicts,
+        applyOutcomes: Object.fromEntries(
+          APPLY_OUTCOMES.flatMap((o) => (a.applyOutcomes[o] ? [[o, a.applyOutcomes[o]]] : [])),
+        ),
+      };
+    }),
+    assurance: { mode: mode ?? "advisory", transactionGuarantee: guarantee ?? "none" },
+    compatibility: [],
+    releaseEvidence: [],
+  };
+  const ok = validate("dogfood-report", report);
+  if (!ok.ok) {
+    throw new ThsError("ASP_THS_INTERNAL", "the host built an invalid dogfood report", { data: { errors: ok.errors } });
+  }
+  return ok.value;
+}
