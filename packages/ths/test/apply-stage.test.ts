@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { RecoverRequest, StageRequest } from "@asp/contracts";
-import { createMemoryStore } from "@asp/evidence";
+import { createMemoryStore, type Store } from "@asp/evidence";
 import type { Sandbox } from "@asp/plugin-host";
 import { describe, expect, it } from "vitest";
 import { writeDirect } from "../src/apply/write.js";
@@ -40,10 +40,10 @@ function fakeStager(behaviour: Behaviour) {
   return { sandbox, calls };
 }
 
-async function stagedHost(behaviour: Behaviour) {
-  const journals = mkdtempSync(join(tmpdir(), "asp-journals-"));
-  const { sandbox, calls } = fakeStager(behaviour);
+/** A host with the honest edit fixture and `sandbox` as its only sandbox, journals in `journals`. */
+async function hostWith(sandbox: Sandbox, journals: string, store?: Store) {
   const { host } = await testHost({
+    ...(store === undefined ? {} : { store }),
     policy: policyFor([]),
     providers: [editManifest("fake-edit-honest")],
     warm: false,
@@ -52,7 +52,13 @@ async function stagedHost(behaviour: Behaviour) {
       c.register(THS_TOKENS.ApplyJournalDir, { useValue: { dir: journals } });
     },
   });
-  return { host, calls, journals };
+  return host;
+}
+
+async function stagedHost(behaviour: Behaviour) {
+  const journals = mkdtempSync(join(tmpdir(), "asp-journals-"));
+  const { sandbox, calls } = fakeStager(behaviour);
+  return { host: await hostWith(sandbox, journals), calls, journals };
 }
 
 const journalOf = (journals: string, repo: string) =>
@@ -179,19 +185,8 @@ describe("publishing an apply", () => {
             return { outcome };
           },
         };
-        const compose = (sandbox: Sandbox) =>
-          testHost({
-            store,
-            policy: policyFor([]),
-            providers: [editManifest("fake-edit-honest")],
-            warm: false,
-            register: (c) => {
-              c.register(THS_TOKENS.Sandboxes, { useValue: { sandboxes: [sandbox] } });
-              c.register(THS_TOKENS.ApplyJournalDir, { useValue: { dir: journals } });
-            },
-          });
         const repo = applyRepo();
-        const { host: first } = await compose(dying);
+        const first = await hostWith(dying, journals, store);
         const p = await first.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
         void first.apply({ repo, proposalId: p.proposalId });
         await reached;
@@ -201,7 +196,7 @@ describe("publishing an apply", () => {
           );
         expect(await receipts()).toEqual([]); // the first host never wrote its receipt
 
-        const { host: next } = await compose(dying);
+        const next = await hostWith(dying, journals, store);
         try {
           await next.gate({ repo }); // any evaluation of the repository recovers it first
           const settled = await receipts();
