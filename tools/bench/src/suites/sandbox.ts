@@ -1,0 +1,88 @@
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { compare } from "../measure.js";
+import type { Suite } from "../suite.js";
+
+// What confinement costs a user (issue 13): `asp gate` as a whole process on a copy of the
+// example repository, its check providers launched under sandbox-bubblewrap, against the same
+// command with the providers as plain subprocesses. Both hosts use the signed example plugins,
+// the example policy and a persistent store of their own; each run launches the providers anew.
+
+const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+const BIN = join(ROOT, "apps", "cli", "dist", "bin.js");
+const PROVIDERS = ["provider-typescript", "provider-secrets", "provider-text-edit", "provider-import-graph"];
+const SANDBOXES = ["sandbox-bubblewrap", "sandbox-staged-snapshot"];
+
+function hostConfig(dir: string, name: string, plugins: readonly string[]): string {
+  const examples = join(ROOT, "examples");
+  const path = join(dir, `${name}.json`);
+  writeFileSync(
+    path,
+    JSON.stringify({
+      store: join(dir, `store-${name}`),
+      policy: join(examples, "asp.policy.json"),
+      trustRoots: [join(examples, "keys", "example.key.pub")],
+      plugins: plugins.map((p) => join(ROOT, "plugins", p, "dist", "plugin")),
+      providers: [],
+    }),
+  );
+  return path;
+}
+
+const suite: Suite = {
+  name: "sandbox",
+  description: "asp gate (whole process) on the example with providers under bubblewrap vs as plain subprocesses",
+  async run(ctx) {
+    const dir = mkdtempSync(join(tmpdir(), "asp-bench-sandbox-"));
+    try {
+      const repo = join(dir, "repo");
+      cpSync(join(ROOT, "examples", "demo-repo"), repo, { recursive: true });
+      const git = (...args: string[]) =>
+        execFileSync("git", args, {
+          cwd: repo,
+          stdio: "ignore",
+          env: {
+            ...process.env,
+            GIT_AUTHOR_NAME: "b",
+            GIT_AUTHOR_EMAIL: "b@b",
+            GIT_COMMITTER_NAME: "b",
+            GIT_COMMITTER_EMAIL: "b@b",
+          },
+        });
+      git("init", "-q", "-b", "main");
+      git("add", "-A");
+      git("commit", "-q", "-m", "base");
+      const confined = hostConfig(dir, "bubblewrap", [...SANDBOXES, ...PROVIDERS]);
+      const plain = hostConfig(dir, "plain", PROVIDERS);
+      const gate = (config: string) => () => {
+        execFileSync(process.execPath, [BIN, "gate", "--config", config, "--repo", repo], {
+          stdio: "ignore",
+          env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+        });
+      };
+      const mode = execFileSync(process.execPath, [BIN, "gate", "--json", "--config", confined, "--repo", repo], {
+        encoding: "utf8",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      });
+      ctx.progress(
+        `providers run ${(JSON.parse(mode) as { assurance: { mode: string } }).assurance.mode} under the sandbox plugin`,
+      );
+      ctx.report(
+        await compare({
+          name: "asp gate, providers under sandbox-bubblewrap",
+          baselineName: "asp gate, providers as plain subprocesses",
+          baseline: gate(plain),
+          subject: gate(confined),
+          rounds: 7,
+        }),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
+
+export default suite;
