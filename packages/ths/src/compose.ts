@@ -65,7 +65,11 @@ export interface ComposeHostOptions {
   readonly failOpenSink?: FailOpenSink;
   /** Launch and initialize the providers before returning (default true). */
   readonly warm?: boolean;
-  /** Override any token after the defaults are registered (own store, clock, sink, ...). */
+  /**
+   * Override any token after the defaults are registered (own store, clock, sink, ...). Runs last:
+   * what it registers wins over the matching direct option (e.g. a registered `TOKENS.Clock` over
+   * `clock`).
+   */
   readonly register?: (container: DependencyContainer) => void;
 }
 

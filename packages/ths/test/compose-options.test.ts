@@ -1,3 +1,4 @@
+import { TOKENS } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
 import { type ComposeHostOptions, composeHost } from "../src/index.js";
 import { fakeClock, manifest, policyFor, tempRepo } from "./helpers.js";
@@ -47,6 +48,26 @@ describe("composeHost options", () => {
     try {
       const { envelope } = await host.gate({ repo });
       expect(envelope.decision).not.toBe("indeterminate");
+    } finally {
+      await host.close();
+    }
+  });
+
+  // The stated precedence: direct options set the defaults, then `register` runs last and wins.
+  it("register overrides a direct option: the registered clock stamps the decision", async () => {
+    const repo = tempRepo();
+    const registered = { now: () => new Date("2031-05-06T07:08:09.000Z") };
+    const host = await composeHost({
+      store: "memory:",
+      policy,
+      clock: fakeClock,
+      providers: [provider],
+      warm: false,
+      register: (c) => c.register(TOKENS.Clock, { useValue: registered }),
+    });
+    try {
+      const { envelope } = await host.gate({ repo });
+      expect(envelope.decidedAt).toBe("2031-05-06T07:08:09.000Z");
     } finally {
       await host.close();
     }
