@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Policy } from "@asp/contracts";
 import { type ComposedHost, composeHost } from "@asp/ths";
+import { commitAll } from "../git.js";
 import { compare } from "../measure.js";
 import type { Suite } from "../suite.js";
 
@@ -24,21 +25,7 @@ function repository(): string {
       writeFileSync(join(repo, `dir${d}`, `f${f}.ts`), `export const v${d}_${f} = ${d * f};\n`.repeat(20));
     }
   }
-  const git = (...args: string[]) =>
-    execFileSync("git", args, {
-      cwd: repo,
-      stdio: "ignore",
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: "b",
-        GIT_AUTHOR_EMAIL: "b@b",
-        GIT_COMMITTER_NAME: "b",
-        GIT_COMMITTER_EMAIL: "b@b",
-      },
-    });
-  git("init", "-q", "-b", "main");
-  git("add", "-A");
-  git("commit", "-q", "-m", "base");
+  commitAll(repo);
   return repo;
 }
 

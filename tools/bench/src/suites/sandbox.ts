@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { commitAll } from "../git.js";
 import { compare } from "../measure.js";
 import type { Suite } from "../suite.js";
 
@@ -40,21 +41,7 @@ const suite: Suite = {
     try {
       const repo = join(dir, "repo");
       cpSync(join(ROOT, "examples", "demo-repo"), repo, { recursive: true });
-      const git = (...args: string[]) =>
-        execFileSync("git", args, {
-          cwd: repo,
-          stdio: "ignore",
-          env: {
-            ...process.env,
-            GIT_AUTHOR_NAME: "b",
-            GIT_AUTHOR_EMAIL: "b@b",
-            GIT_COMMITTER_NAME: "b",
-            GIT_COMMITTER_EMAIL: "b@b",
-          },
-        });
-      git("init", "-q", "-b", "main");
-      git("add", "-A");
-      git("commit", "-q", "-m", "base");
+      commitAll(repo);
       const confined = hostConfig(dir, "bubblewrap", [...SANDBOXES, ...PROVIDERS]);
       const plain = hostConfig(dir, "plain", PROVIDERS);
       const gate = (config: string) => () => {
