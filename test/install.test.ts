@@ -1,10 +1,11 @@
 import { execFile } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, workspacePackages } from "./lib/workspace.js";
+import { type PackedPackage, PUBLIC_PACKAGES as PUBLIC, packPublicPackages, USER_ENV } from "./lib/pack.js";
+import { ROOT } from "./lib/workspace.js";
 
 // Issue 18 item 1: every public package installs and works OUTSIDE this repository. The
 // packages (built by `pnpm test`'s build step) are packed with `pnpm pack`, installed with npm
@@ -17,8 +18,6 @@ const run = promisify(execFile);
 const FIXTURES = join(ROOT, "test/fixtures/install");
 const STEP_TIMEOUT = 240_000;
 
-/** The packages a user installs: public, outside plugins/ (plugins ship as signed plugin folders). */
-const PUBLIC = workspacePackages().filter((p) => p.manifest.private !== true && !p.dir.startsWith("plugins/"));
 const rootManifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
   engines: { node: string };
   devDependencies: Record<string, string>;
@@ -28,51 +27,21 @@ const log = (message: string): void => {
   console.log(`[install] ${message}`);
 };
 
-/** The environment without the `npm_*` variables the runner (pnpm, npx vitest) sets, so npm acts as a user's would. */
-const ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+const ENV = USER_ENV;
 
 async function sh(cmd: string, args: readonly string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
   return run(cmd, [...args], { cwd, timeout: STEP_TIMEOUT, maxBuffer: 16 * 1024 * 1024, env: ENV });
 }
 
-interface Packed {
-  readonly dir: string;
-  readonly name: string;
-  readonly tarball: string;
-  readonly files: readonly string[];
-  readonly manifest: {
-    license?: string;
-    engines?: { node?: string };
-    dependencies?: Record<string, string>;
-    peerDependencies?: Record<string, string>;
-    optionalDependencies?: Record<string, string>;
-  };
-}
-
 let work: string;
 let project: string;
 let repo: string;
-const packed: Packed[] = [];
+let packed: PackedPackage[] = [];
 
 beforeAll(async () => {
-  for (const p of PUBLIC) {
-    if (!existsSync(join(ROOT, p.dir, "dist/index.js")))
-      throw new Error(`${p.dir} is not built: run \`pnpm build\` first (pnpm test builds before vitest runs)`);
-  }
   work = mkdtempSync(join(tmpdir(), "asp-install-"));
   expect(relative(ROOT, work).startsWith("..")).toBe(true);
-  const tarballs = join(work, "tarballs");
-  mkdirSync(tarballs);
-
-  log(`packing ${PUBLIC.length} packages into ${tarballs}`);
-  for (const p of PUBLIC) {
-    const { stdout } = await sh("pnpm", ["pack", "--json", "--pack-destination", tarballs], join(ROOT, p.dir));
-    const info = JSON.parse(stdout) as { filename: string };
-    const tarball = info.filename;
-    const list = (await sh("tar", ["-tzf", tarball], work)).stdout.split("\n").filter(Boolean);
-    const manifest = JSON.parse((await sh("tar", ["-xOzf", tarball, "package/package.json"], work)).stdout);
-    packed.push({ dir: p.dir, name: p.name, tarball, files: list.map((f) => f.replace(/^package\//, "")), manifest });
-  }
+  packed = await packPublicPackages(join(work, "tarballs"), log);
 
   project = join(work, "consumer");
   mkdirSync(project);

@@ -57,6 +57,12 @@ export interface RequestContext {
   /** Requirements trusted policy granted this provider (from `initialized`). */
   readonly grants: InitializedParams["grants"];
   /**
+   * The request's dependency environment, or null when the host declares none: a tree laid out
+   * at repository paths holding only the dependency roots (such as `node_modules`), read through
+   * the same callbacks as the baseline. Its id lands in the answer's `validAsOf.environment`.
+   */
+  readonly environment: { readonly tree: string; readonly roots: readonly string[] } | null;
+  /**
    * The bytes of a blob, read through `host/readBlob` (never from disk) and checked against the
    * digest. Every digest read this way lands in the answer's `validAsOf.reads`.
    * @throws SdkError `ASP_SDK_CALLBACK_FAILED`, `ASP_SDK_BAD_BLOB`, `ASP_SDK_CANCELLED`.
@@ -320,6 +326,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
   const run = async <R>(
     requestId: string,
     baseline: string,
+    environment: RequestContext["environment"] | undefined,
     deadlineMs: number,
     token: CancellationToken,
     body: (ctx: RequestContext, reads: Set<string>) => Promise<R>,
@@ -400,6 +407,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const ctx: RequestContext = {
       requestId,
       baseline,
+      environment: environment ?? null,
       signal: controller.signal,
       grants,
       readBlob,
@@ -422,7 +430,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const init = requireInit();
     const p = checkParams<AssessParams>("protocol-assess-params", params);
     const started = performance.now();
-    return run(p.requestId, p.baseline, p.deadlineMs, token, async (base, reads): Promise<Assessment> => {
+    return run(p.requestId, p.baseline, p.environment, p.deadlineMs, token, async (base, reads): Promise<Assessment> => {
       const ctx: AssessContext = {
         ...base,
         params: p,
@@ -432,11 +440,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
         deadlineMs: p.deadlineMs,
         changes: p.changeset?.changes ?? [],
       };
-      const validAsOf = () => ({
-        baseline: p.baseline,
-        changeset: p.changeset?.digest ?? null,
-        reads: [...reads].sort(),
-      });
+      const validAsOf = () => boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads);
       const failed = (code: string, message: string): Assessment => ({
         provider: init.provider,
         requestId: p.requestId,
@@ -491,13 +495,13 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const inspect = spec.inspect;
     if (inspect === undefined) throw new ResponseError(PROTOCOL_ERRORS.unsupported, "inspect/query is not supported");
     const p = checkParams<InspectParams>("protocol-inspect-params", params);
-    return run(p.requestId, p.baseline, p.deadlineMs, token, async (base, reads): Promise<InspectResult> => {
+    return run(p.requestId, p.baseline, p.environment, p.deadlineMs, token, async (base, reads): Promise<InspectResult> => {
       const outcome = await withErrorCode(() => inspect({ ...base, params: p, query: p.query }));
       const result: Record<string, unknown> = {
         provider: init.provider,
         requestId: p.requestId,
         status: outcome.status ?? "complete",
-        validAsOf: { baseline: p.baseline, changeset: p.changeset?.digest ?? null, reads: [...reads].sort() },
+        validAsOf: boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads),
         results: outcome.results,
       };
       if (outcome.error !== undefined) result.error = outcome.error;
@@ -518,12 +522,12 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const propose = spec.propose;
     if (propose === undefined) throw new ResponseError(PROTOCOL_ERRORS.unsupported, "edit/propose is not supported");
     const p = checkParams<ProposeParams>("protocol-propose-params", params);
-    return run(p.requestId, p.baseline, p.deadlineMs, token, async (base, reads): Promise<EditPlan> => {
+    return run(p.requestId, p.baseline, p.environment, p.deadlineMs, token, async (base, reads): Promise<EditPlan> => {
       const outcome = await withErrorCode(() => propose({ ...base, params: p, intent: p.intent }));
       const plan: Record<string, unknown> = {
         proposalId: randomUUID(),
         provider: init.provider,
-        validAsOf: { baseline: p.baseline, changeset: null, reads: [...reads].sort() },
+        validAsOf: boundTo(p.baseline, null, p.environment, reads),
         preconditions: outcome.preconditions,
         operations: outcome.operations,
       };
@@ -548,4 +552,20 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
   connection.onClose(() => finish(shutdownRequested ? 0 : 1));
   connection.listen();
   return { closed, dispose: () => finish(shutdownRequested ? 0 : 1) };
+}
+
+/** The `validAsOf` of an answer: the request's baseline, changeset and environment, and the blobs read. */
+function boundTo(
+  baseline: string,
+  changeset: string | null,
+  environment: { readonly tree: string } | undefined,
+  reads: ReadonlySet<string>,
+): { baseline: string; changeset: string | null; reads: string[]; environment?: string } {
+  const bound: { baseline: string; changeset: string | null; reads: string[]; environment?: string } = {
+    baseline,
+    changeset,
+    reads: [...reads].sort(),
+  };
+  if (environment !== undefined) bound.environment = environment.tree;
+  return bound;
 }

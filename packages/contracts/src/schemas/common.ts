@@ -162,12 +162,32 @@ export const AssuranceBlock = Type.Object(
   Closed,
 );
 
-/** What an assessment or plan is bound to: the host's baseline, changeset and read set (host §5). */
+/**
+ * The dependency environment of a request (host §5, §9): a tree, laid out at repository paths,
+ * holding only the host-declared dependency roots (such as `node_modules`) snapshotted read-only.
+ * It is evidence a provider may read through the same callbacks, never part of the change.
+ */
+export const EnvironmentRef = Type.Object(
+  {
+    /** Tree id of the environment: a root tree whose only content is the roots below. */
+    tree: Digest,
+    /** The dependency roots it holds, as repository-relative folder paths (e.g. `node_modules`). */
+    roots: Type.Array(RelPath, { minItems: 1, uniqueItems: true, maxItems: 10_000 }),
+  },
+  Closed,
+);
+
+/**
+ * What an assessment or plan is bound to: the host's baseline, changeset, read set and, when the
+ * request carried one, the environment tree (host §5).
+ */
 export const ValidAsOf = Type.Object(
   {
     baseline: Digest,
     changeset: Type.Union([Digest, Type.Null()]),
     reads: Type.Array(Digest, { uniqueItems: true, maxItems: 100_000 }),
+    /** The request's environment tree id; present exactly when the request carried an environment. */
+    environment: Type.Optional(Digest),
   },
   Closed,
 );

@@ -255,6 +255,8 @@ export const AuditReceiptSchema = Type.Object(
     policyDigest: Digest,
     baseline: Digest,
     changeset: Type.Union([Digest, Type.Null()]),
+    /** The dependency environment tree the providers were given (absent: none declared). */
+    environment: Type.Optional(Digest),
     validAsOf: Type.Array(Type.Object({ provider: Id, validAsOf: ValidAsOf }, Closed)),
     coverage: Coverage,
     provenance: Type.Array(

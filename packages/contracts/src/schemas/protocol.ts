@@ -5,6 +5,7 @@ import {
   Closed,
   DiagnosticSource,
   Digest,
+  EnvironmentRef,
   Id,
   Json,
   ProviderRef,
@@ -90,6 +91,8 @@ export const AssessParamsSchema = Type.Object(
     baseline: Digest,
     changeset: Type.Union([ChangesetRef, Type.Null()]),
     requirements: Type.Array(Id, { uniqueItems: true }),
+    /** The dependency environment (read-only; absent when the host declares none). */
+    environment: Type.Optional(EnvironmentRef),
     deadlineMs: Type.Integer({ minimum: 1 }),
   },
   Closed,
@@ -146,6 +149,8 @@ export const InspectParamsSchema = Type.Object(
       },
       Closed,
     ),
+    /** The dependency environment (read-only; absent when the host declares none). */
+    environment: Type.Optional(EnvironmentRef),
     deadlineMs: Type.Integer({ minimum: 1 }),
   },
   Closed,
@@ -190,6 +195,8 @@ export const ProposeParamsSchema = Type.Object(
       },
       Closed,
     ),
+    /** The dependency environment (read-only; absent when the host declares none). */
+    environment: Type.Optional(EnvironmentRef),
     deadlineMs: Type.Integer({ minimum: 1 }),
   },
   Closed,
