@@ -21,8 +21,11 @@ import { ThsError } from "./errors.js";
 export interface HostConfig {
   /** Evidence store folder (level database). */
   readonly store: string;
-  /** Trusted policy file. */
-  readonly policy: string;
+  /**
+   * Trusted policy: a file, or the policy file as committed at a base revision of the repository
+   * being evaluated (read through `git`, never from its working tree; see {@link BaseRevisionPolicy}).
+   */
+  readonly policy: string | BaseRevisionPolicy;
   /** Trusted public keys (files) that plugin signatures must verify against. */
   readonly trustRoots: readonly string[];
   /** Folders holding signed plugins. */
@@ -36,6 +39,18 @@ export interface HostConfig {
    * candidate against the trusted policy when a change edits it (host §7). Never trusted itself.
    */
   readonly candidatePolicy: string | null;
+}
+
+/**
+ * Trusted policy read from a base revision of the repository under evaluation: `git show
+ * <revision>:<path>` through `@asp/policy/node`'s git source. The base is history a reviewer already
+ * accepted; the change under evaluation (its working tree, its index, its new commits) never is.
+ */
+export interface BaseRevisionPolicy {
+  /** A branch, tag or commit id (e.g. `main`, `HEAD~1`); pinned to a commit when read. */
+  readonly git: string;
+  /** Repository-relative path of the policy file in that revision. */
+  readonly path: string;
 }
 
 function bad(path: string, pointer: string, message: string, errors?: readonly ValidationError[]): never {
@@ -79,7 +94,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
   }
   return {
     store: at(obj.store),
-    policy: at(obj.policy),
+    policy: typeof obj.policy === "string" ? at(obj.policy) : { git: obj.policy.git, path: obj.policy.path },
     trustRoots: (obj.trustRoots ?? []).map(at),
     plugins: (obj.plugins ?? []).map(at),
     providers,

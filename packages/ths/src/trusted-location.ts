@@ -19,8 +19,8 @@ export interface TrustedLocations {
   readonly file?: string;
   /** The evidence store folder (a planted store could carry a forged trusted base or receipts). */
   readonly store?: string;
-  /** The trusted policy file. */
-  readonly policy?: string;
+  /** The trusted policy file (a base-revision policy is read through git, never from the tree: not a location). */
+  readonly policy?: string | { readonly git: string; readonly path: string };
   /** Trusted key files for plugin signatures. */
   readonly trustRoots?: readonly string[];
   /** Plugin folders. */
@@ -202,7 +202,7 @@ export function untrustedLocations(repo: string, trusted: TrustedLocations): Unt
   const found: Array<UntrustedLocation | null> = [];
   if (trusted.file !== undefined) found.push(locate(root, "config", trusted.file));
   if (trusted.store !== undefined && trusted.store !== "memory:") found.push(locate(root, "store", trusted.store));
-  if (trusted.policy !== undefined) found.push(locate(root, "policy", trusted.policy));
+  if (typeof trusted.policy === "string") found.push(locate(root, "policy", trusted.policy));
   (trusted.trustRoots ?? []).forEach((p, i) => {
     found.push(locate(root, `trustRoots[${i}]`, p));
   });

@@ -39,7 +39,7 @@ async function withHost<T>(
   let host: ComposedHost;
   try {
     // Edit providers launch when first used; the check providers only when the apply validates.
-    host = await hostFromConfig(ctx, config, { store, warm: false });
+    host = await hostFromConfig(ctx, config, { store, warm: false }, repo);
   } catch (error) {
     await store.close();
     throw error;

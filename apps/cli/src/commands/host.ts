@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
 import { createMemoryStore, type FactLog, type FactLogHead, formatHead, parseHead } from "@asp/evidence";
+import { type ActivePolicy, loadPolicy } from "@asp/policy";
+import { createGitPolicySource } from "@asp/policy/node";
 import {
   assertTrustedLocations,
   type ComposedHost,
@@ -42,6 +44,27 @@ export function readHostConfig(ctx: CliContext, flag: string | undefined, repo?:
 }
 
 /**
+ * The trusted policy a configuration names: its file path as is, or the policy committed at a base
+ * revision of `repo`, read through git (`git rev-parse` pins the commit, `git show` reads the blob;
+ * the working tree is never read).
+ * @throws UsageError `ASP_CLI_BAD_INPUT` for a base-revision policy without a repository;
+ *   PolicyError `ASP_POLICY_SOURCE_UNREADABLE` when the revision or the file in it is missing, or any
+ *   parse code of the policy.
+ */
+export async function trustedPolicy(config: HostConfig, repo: string | undefined): Promise<string | ActivePolicy> {
+  const policy = config.policy;
+  if (typeof policy === "string") return policy;
+  if (repo === undefined) {
+    throw new UsageError(
+      "ASP_CLI_BAD_INPUT",
+      `the host configuration reads its policy from revision ${policy.git} of the repository under evaluation; this command has none`,
+      { data: { git: policy.git, path: policy.path } },
+    );
+  }
+  return loadPolicy(createGitPolicySource({ repository: resolve(repo), revision: policy.git, path: policy.path }));
+}
+
+/**
  * Compose the host a configuration describes; fail-opens are logged on stderr as they happen.
  * `overrides` replace composition options (e.g. `asp status` composes with `warm: false`).
  */
@@ -49,10 +72,11 @@ export async function hostFromConfig(
   ctx: CliContext,
   config: HostConfig,
   overrides: Partial<ComposeHostOptions> = {},
+  repo?: string,
 ): Promise<ComposedHost> {
   return composeHost({
     store: config.store,
-    policy: config.policy,
+    policy: await trustedPolicy(config, repo),
     trustRoots: config.trustRoots,
     plugins: config.plugins,
     providers: config.providers,
@@ -156,7 +180,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
   const store = await openForWriting(ctx, verb, config.store, waitMs);
   let host: ComposedHost;
   try {
-    host = await hostFromConfig(ctx, config, { store });
+    host = await hostFromConfig(ctx, config, { store }, repo);
   } catch (error) {
     await store.close();
     throw error;

@@ -1,13 +1,14 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type HostStatus, isAspError, SCHEMA_NAMES } from "@asp/contracts";
+import type { ActivePolicy } from "@asp/policy";
 import { HOST_INFO, type HostConfig, loadPolicy, type ProviderSet, readHealthStatus, THS_TOKENS } from "@asp/ths";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { findHostConfig } from "../host-config.js";
 import { inert } from "../terminal.js";
-import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
+import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig, trustedPolicy } from "./host.js";
 import { openForReading } from "./store.js";
 
 /** One problem that makes the trusted policy unusable, with its stable code. */
@@ -41,9 +42,12 @@ export interface StatusReport {
  * The policy file validated exactly as the host loads it (`loadPolicy` of `@asp/ths`: schema,
  * gate floor, pins, launch-instruction scan), so `status` never calls valid what the host refuses.
  */
-function readPolicy(path: string): NonNullable<StatusReport["policy"]> {
+async function readPolicy(
+  path: string,
+  load: () => Promise<string | ActivePolicy> | string,
+): Promise<NonNullable<StatusReport["policy"]>> {
   try {
-    const policy = loadPolicy(path);
+    const policy = loadPolicy(await load());
     return { path, valid: true, apiVersion: policy.document.apiVersion, digest: policy.digest };
   } catch (error) {
     if (!isAspError(error) || error.category !== "input") throw error;
@@ -67,12 +71,12 @@ function readPolicy(path: string): NonNullable<StatusReport["policy"]> {
  * a read-only snapshot of the store. A store that does not exist yet is not created: every
  * figure is then zero.
  */
-async function storedStatus(ctx: CliContext, config: HostConfig): Promise<HostStatus> {
+async function storedStatus(ctx: CliContext, config: HostConfig, repo: string): Promise<HostStatus> {
   // Read-only: a private snapshot of the store, so `status` never waits for (or blocks) a gate.
   const store = await openForReading(config.store);
   let composed: Awaited<ReturnType<typeof hostFromConfig>>;
   try {
-    composed = await hostFromConfig(ctx, config, { warm: false, store: store ?? "memory:" });
+    composed = await hostFromConfig(ctx, config, { warm: false, store: store ?? "memory:" }, repo);
   } catch (error) {
     await store?.close();
     throw error;
@@ -124,9 +128,15 @@ export function registerStatus(program: Command, ctx: CliContext): void {
     .action(async (options: { policy: string; store: string; config?: string }) => {
       const configPath = findHostConfig(ctx, options.config)?.path ?? null;
       const config = configPath === null ? null : readHostConfig(ctx, configPath);
-      const policyPath = config?.policy ?? resolve(ctx.io.cwd, options.policy);
+      // A base-revision policy is read through git from the repository `status` runs in.
+      const configured = config?.policy ?? resolve(ctx.io.cwd, options.policy);
+      const policyPath =
+        typeof configured === "string" ? configured : `git ${configured.git}:${configured.path} (of ${ctx.io.cwd})`;
       const storePath = config?.store ?? resolve(ctx.io.cwd, options.store);
-      const policy = existsSync(policyPath) ? readPolicy(policyPath) : null;
+      const policy =
+        typeof configured !== "string" || existsSync(configured)
+          ? await readPolicy(policyPath, () => (config === null ? policyPath : trustedPolicy(config, ctx.io.cwd)))
+          : null;
       let host: StatusReport["host"] = {
         composed: false,
         note: "no host configuration (--config, ASP_HOST_CONFIG, ~/.config/asp/host.json, /etc/asp/host.json): provider health is not shown",
@@ -137,7 +147,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             ? {
                 composed: true,
                 config: configPath,
-                status: await storedStatus(ctx, config),
+                status: await storedStatus(ctx, config, ctx.io.cwd),
               }
             : { composed: false, note: "the trusted policy is missing or does not load: provider health is not shown" };
       }

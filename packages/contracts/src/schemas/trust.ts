@@ -97,13 +97,26 @@ export type PluginSignatureFile = Static<typeof PluginSignatureSchema>;
 /** A path in the host configuration; relative ones resolve against the file's folder. */
 const ConfigPath = Type.String({ minLength: 1, maxLength: 4096, pattern: "^[^\\u0000]+$" });
 
+/**
+ * Trusted policy read from a base revision of the repository being evaluated (its committed,
+ * already-reviewed history), never from its working tree: `git` names the revision (a branch, tag
+ * or commit id, pinned to a commit when read), `path` the policy file inside it.
+ */
+const BaseRevisionPolicy = Type.Object(
+  {
+    git: Type.String({ minLength: 1, maxLength: 256, pattern: "^(?!-)[A-Za-z0-9._/@{}^~-]+$" }),
+    path: RelPath,
+  },
+  Closed,
+);
+
 /** The trusted host configuration file (`host.json` / `asp.host.json`). */
 export const HostConfigSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String({ maxLength: 2000 })),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     store: ConfigPath,
-    policy: ConfigPath,
+    policy: Type.Union([ConfigPath, BaseRevisionPolicy]),
     trustRoots: Type.Optional(Type.Array(ConfigPath, { maxItems: 1024 })),
     plugins: Type.Optional(Type.Array(ConfigPath, { maxItems: 1024 })),
     providers: Type.Optional(Type.Array(ProviderManifestSchema, { maxItems: 1024 })),
