@@ -16,8 +16,9 @@ function shBlocks(markdown: string): string[] {
 
 describe("README and CI", () => {
   it("the README has the two commands, and .ci/run runs exactly the test one", () => {
-    const [main, test] = shBlocks(readme);
+    const [main, demo, test] = shBlocks(readme);
     expect(main).toContain("pnpm asp gate --config examples/asp.host.json --repo examples/demo-repo");
+    expect(demo).toBe("pnpm demo");
     expect(test).toBe("corepack enable && pnpm install --frozen-lockfile && pnpm test");
     // The one other block: bubblewrap from Debian when bwrap is missing (the sandbox tests need it).
     const bwrapBlock = /^if ! command -v bwrap [^\n]*\n[\s\S]*?^fi$/m;
@@ -27,7 +28,11 @@ describe("README and CI", () => {
       .replace(bwrapBlock, "")
       .split("\n")
       .filter((l) => l.trim() !== "" && !l.startsWith("#") && !/^(set|cd|export) /.test(l));
-    expect(commands).toEqual([test]);
+    // Exactly the test command (its status kept), then the self-gate (issue 17) only when it passed.
+    expect(commands.filter((l) => l.includes("pnpm test"))).toEqual([`${test} || status=$?`]);
+    const at = (needle: string) => commands.findIndex((l) => l.includes(needle));
+    expect(at(".ci/self-gate")).toBeGreaterThan(at("pnpm test"));
+    expect(commands.at(-2)).toBe('echo "$passed passed, $failed failed, $skipped skipped"');
   });
 
   it("pins pnpm with its sha512 hash so corepack works without registry signatures", () => {
