@@ -27,6 +27,9 @@ export type DogfoodLabel = "tp" | "fp";
  * The labelled set (`--labels FILE`). A key is either a receipt id (the receipt's decision as a
  * whole: `fp` = it should not have blocked, `tp` = it should have) or `<path>#<code>` (one
  * diagnostic code on one repository path: `fp` = it should not be reported, `tp` = it must be).
+ * A code ending in `*` matches every code it prefixes: `src/a.txt#secrets/*` labels any finding of
+ * the secrets provider on that path, `src/a.txt#*` any finding at all (a near miss is `fp` for
+ * every code; a planted secret is `tp` when some rule of the family finds it).
  */
 export type DogfoodLabels = Readonly<Record<string, DogfoodLabel>>;
 
@@ -194,6 +197,16 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
 
   const labels = options.labels ?? {};
   const seenFindings = new Set<string>();
+  // Wildcard labels (`<path>#<prefix>*`), by path: matched against every finding on that path.
+  const wildcards = new Map<string, { key: string; prefix: string; label: DogfoodLabel }[]>();
+  for (const [key, label] of Object.entries(labels)) {
+    const hash = key.lastIndexOf("#");
+    if (hash <= 0 || !key.endsWith("*")) continue;
+    const path = key.slice(0, hash);
+    const list = wildcards.get(path) ?? [];
+    list.push({ key, prefix: key.slice(hash + 1, -1), label });
+    wildcards.set(path, list);
+  }
   let lastReceiptId: string | null = null;
   for (const e of receipts) {
     if (!inWindow(e)) continue;
@@ -223,7 +236,9 @@ export async function dogfoodReport(log: FactLog, options: DogfoodReportOptions 
       if (path === undefined) continue;
       const key = `${path}#${f.diagnostic.code}`;
       seenFindings.add(key);
-      if (labels[key] === "fp") {
+      const matched = (wildcards.get(path) ?? []).filter((w) => f.diagnostic.code.startsWith(w.prefix));
+      for (const w of matched) seenFindings.add(w.key);
+      if (labels[key] === "fp" || (labels[key] === undefined && matched.some((w) => w.label === "fp"))) {
         acc.check.falsePositives.push({ ref: r.receiptId, detail: clip(`${key} (${f.provider.id}): labelled fp`) });
       }
     }
