@@ -28,7 +28,7 @@ export type ScanOutcome =
   | { readonly ok: true; readonly diagnostics: Diagnostic[] }
   | { readonly ok: false; readonly reason: ScanFailure };
 
-/** Scans one file at a time. */
+/** Scans files; a caller may keep several scans in flight (they run one at a time, in order). */
 export interface BlobScanner {
   /** Scan one file; never rejects (a failure is an outcome, so it cannot be mistaken for a pass). */
   scan(job: ScanJob, signal?: AbortSignal): Promise<ScanOutcome>;
@@ -79,6 +79,7 @@ function specOf(rules: RuleSet): RuleSetSpec {
 
 type WorkerReply =
   | { readonly type: "ready" }
+  | { readonly type: "started"; readonly id: number }
   | { readonly type: "result"; readonly id: number; readonly diagnostics: Diagnostic[] }
   | { readonly type: "failed"; readonly id: number };
 
@@ -99,8 +100,12 @@ export function createInlineScanner(rules: RuleSet): BlobScanner {
 
 /**
  * A scanner that runs every file in a worker thread under a deadline and V8 resource limits,
- * after refusing a file larger than `maxBytes`. The worker starts on first use and is replaced
- * after a file that hit a bound.
+ * after refusing a file larger than `maxBytes`. The worker starts on first use. Scans may be
+ * queued: every queued file is posted to the worker at once and scanned in order, and the
+ * deadline of a file starts when the worker says it started that file (so a long queue never
+ * eats a file's time). A file that hits a bound is that file's outcome; the worker is replaced and
+ * the files queued behind it are posted to the new one. A worker that dies before starting any
+ * file (it could not load its rules) fails every queued file as `crashed`, never in a loop.
  *
  * @example
  * ```ts
@@ -113,11 +118,61 @@ export function createBoundedScanner(options: BoundedScannerOptions): BlobScanne
   const deadlineMs = options.fileDeadlineMs ?? FILE_SCAN_DEADLINE_MS;
   const maxBytes = options.maxBytes ?? MAX_SCAN_BYTES;
   const spec = specOf(options.rules);
-  let current: { worker: Worker; ready: Promise<boolean> } | undefined;
+
+  interface Pending {
+    readonly id: number;
+    readonly job: ScanJob;
+    readonly settle: (outcome: ScanOutcome) => void;
+  }
+  /** Files posted to the current worker and not settled, in the order the worker scans them. */
+  let queue: Pending[] = [];
+  let worker: Worker | undefined;
+  /** The file the worker said it started, and its deadline timer. */
+  let started: { id: number; timer: NodeJS.Timeout } | undefined;
   let nextId = 0;
 
-  const start = (): { worker: Worker; ready: Promise<boolean> } => {
-    const worker = new Worker(options.workerUrl, {
+  const post = (w: Worker, p: Pending): void => {
+    w.postMessage({
+      id: p.id,
+      path: p.job.path,
+      bytes: p.job.bytes,
+      fingerprints: p.job.fingerprints,
+      values: p.job.values,
+    });
+  };
+
+  const settle = (id: number, outcome: ScanOutcome): void => {
+    const i = queue.findIndex((p) => p.id === id);
+    if (i < 0) return;
+    const [p] = queue.splice(i, 1);
+    if (started?.id === id) {
+      clearTimeout(started.timer);
+      started = undefined;
+    }
+    p?.settle(outcome);
+  };
+
+  /** Drop the worker; with `failing`, that file fails with `reason` and the rest go to a new worker. */
+  const replace = (w: Worker, failing: number | undefined, reason: ScanFailure): void => {
+    if (worker !== w) return;
+    worker = undefined;
+    if (started !== undefined) clearTimeout(started.timer);
+    started = undefined;
+    void w.terminate();
+    if (failing === undefined) {
+      // It died before starting any file: it cannot scan, so nothing queued will be scanned.
+      for (const p of queue.splice(0)) p.settle({ ok: false, reason: "crashed" });
+      return;
+    }
+    settle(failing, { ok: false, reason });
+    if (queue.length > 0) {
+      const next = start();
+      for (const p of queue) post(next, p);
+    }
+  };
+
+  const start = (): Worker => {
+    const w = new Worker(options.workerUrl, {
       workerData: { rules: spec },
       resourceLimits: { ...(options.resourceLimits ?? SCAN_RESOURCE_LIMITS) },
       // The worker needs none of the parent's Node flags (resolution conditions, inspector ...);
@@ -127,73 +182,55 @@ export function createBoundedScanner(options: BoundedScannerOptions): BlobScanne
       stdout: true,
       stderr: true,
     });
-    worker.stdout.resume();
-    worker.stderr.resume();
-    worker.unref();
-    const ready = new Promise<boolean>((resolve) => {
-      const onMessage = (m: WorkerReply) => {
-        if (m.type !== "ready") return;
-        worker.off("message", onMessage);
-        resolve(true);
-      };
-      worker.on("message", onMessage);
-      worker.once("error", () => resolve(false));
-      worker.once("exit", () => resolve(false));
+    w.stdout.resume();
+    w.stderr.resume();
+    w.unref();
+    w.on("message", (m: WorkerReply) => {
+      if (worker !== w) return;
+      if (m.type === "started") {
+        if (started !== undefined) clearTimeout(started.timer);
+        started = { id: m.id, timer: setTimeout(() => replace(w, m.id, "deadline"), deadlineMs) };
+      } else if (m.type === "result") settle(m.id, { ok: true, diagnostics: m.diagnostics });
+      else if (m.type === "failed") settle(m.id, { ok: false, reason: "crashed" });
     });
-    return { worker, ready };
-  };
-
-  const discard = (w: Worker): void => {
-    if (current?.worker === w) current = undefined;
-    void w.terminate();
+    w.on("error", (error: Error & { code?: string }) =>
+      replace(w, started?.id, error.code === "ERR_WORKER_OUT_OF_MEMORY" ? "memory" : "crashed"),
+    );
+    w.on("exit", () => replace(w, started?.id, "crashed"));
+    worker = w;
+    return w;
   };
 
   return {
-    async scan(job, signal) {
-      if (signal?.aborted) return { ok: false, reason: "cancelled" };
-      if (job.bytes.length > maxBytes) return { ok: false, reason: "size" };
-      current ??= start();
-      const { worker, ready } = current;
-      if (!(await ready)) {
-        discard(worker);
-        return { ok: false, reason: "crashed" };
-      }
-      const id = ++nextId;
+    scan(job, signal) {
+      if (signal?.aborted) return Promise.resolve({ ok: false, reason: "cancelled" });
+      if (job.bytes.length > maxBytes) return Promise.resolve({ ok: false, reason: "size" });
       return new Promise<ScanOutcome>((resolve) => {
-        const finish = (outcome: ScanOutcome, healthy: boolean): void => {
-          clearTimeout(timer);
-          worker.off("message", onMessage);
-          worker.off("error", onError);
-          worker.off("exit", onExit);
-          signal?.removeEventListener("abort", onAbort);
-          if (!healthy) discard(worker);
-          resolve(outcome);
+        const id = ++nextId;
+        const onAbort = (): void => {
+          if (started?.id === id && worker !== undefined) replace(worker, id, "cancelled");
+          else settle(id, { ok: false, reason: "cancelled" });
         };
-        const onMessage = (m: WorkerReply) => {
-          if (m.type === "result" && m.id === id) finish({ ok: true, diagnostics: m.diagnostics }, true);
-          else if (m.type === "failed" && m.id === id) finish({ ok: false, reason: "crashed" }, true);
-        };
-        const onError = (error: Error & { code?: string }) =>
-          finish({ ok: false, reason: error.code === "ERR_WORKER_OUT_OF_MEMORY" ? "memory" : "crashed" }, false);
-        const onExit = () => finish({ ok: false, reason: "crashed" }, false);
-        const onAbort = () => finish({ ok: false, reason: "cancelled" }, false);
-        const timer = setTimeout(() => finish({ ok: false, reason: "deadline" }, false), deadlineMs);
-        worker.on("message", onMessage);
-        worker.on("error", onError);
-        worker.on("exit", onExit);
         signal?.addEventListener("abort", onAbort, { once: true });
-        worker.postMessage({
+        const p: Pending = {
           id,
-          path: job.path,
-          bytes: job.bytes,
-          fingerprints: job.fingerprints,
-          values: job.values,
-        });
+          job,
+          settle: (outcome) => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve(outcome);
+          },
+        };
+        queue.push(p);
+        post(worker ?? start(), p);
       });
     },
     async close() {
-      const w = current?.worker;
-      current = undefined;
+      const w = worker;
+      worker = undefined;
+      if (started !== undefined) clearTimeout(started.timer);
+      started = undefined;
+      for (const p of queue.splice(0)) p.settle({ ok: false, reason: "cancelled" });
+      queue = [];
       if (w !== undefined) await w.terminate();
     },
   };
@@ -210,7 +247,14 @@ export function runScanWorker(): void {
   const port = parentPort;
   if (port === null) return;
   const rules = loadRuleSet((workerData as { rules: unknown }).rules);
-  port.on("message", async (job: ScanJob & { id: number }) => {
+  // Messages are handled one at a time, in order: a file is started only after the one before it
+  // answered, so the host's deadline for a file starts with that file.
+  let chain = Promise.resolve();
+  port.on("message", (job: ScanJob & { id: number }) => {
+    chain = chain.then(() => scanOne(job));
+  });
+  const scanOne = async (job: ScanJob & { id: number }): Promise<void> => {
+    port.postMessage({ type: "started", id: job.id } satisfies WorkerReply);
     try {
       const allowlist = compileAllowlist({ fingerprints: job.fingerprints, values: job.values });
       const diagnostics = await scanBlob(job.bytes, job.path, rules, allowlist);
@@ -218,6 +262,6 @@ export function runScanWorker(): void {
     } catch {
       port.postMessage({ type: "failed", id: job.id } satisfies WorkerReply);
     }
-  });
+  };
   port.postMessage({ type: "ready" } satisfies WorkerReply);
 }

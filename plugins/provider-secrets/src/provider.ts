@@ -11,6 +11,9 @@ export const PROVIDER = Object.freeze({ id: "asp.provider-secrets", version: "0.
 /** More findings than this in one answer are cut off and the answer is `incomplete`. */
 export const MAX_DIAGNOSTICS = 500;
 
+/** Files read and queued for scanning at once (their outcomes are still taken in order). */
+const IN_FLIGHT = 8;
+
 /** Options of {@link createSecretsProvider}. */
 export interface SecretsProviderOptions {
   /** Default: {@link DEFAULT_RULES}. */
@@ -70,25 +73,24 @@ export async function assessSecrets(
   const missing: string[] = [];
   let scanned = 0;
   let truncated = false;
-  for (const [i, t] of targets.entries()) {
-    if (ctx.signal.aborted) {
-      missing.push(...targets.slice(i).map((x) => x.path));
-      break;
-    }
-    if (allowlist.skipsPath(t.path)) continue;
+  // Reading a blob (a host callback) and scanning it (a worker round trip) are pipelined: up to
+  // IN_FLIGHT files are read and queued at once, and their outcomes are taken in target order, so
+  // the answer is the same as one at a time, without two thread hand-offs per file on the path.
+  type Step =
+    | { readonly kind: "skip" }
+    | { readonly kind: "missing" }
+    | { readonly kind: "cancelled" }
+    | { readonly kind: "ok"; readonly diagnostics: readonly Diagnostic[] }
+    | { readonly kind: "threw"; readonly error: unknown };
+  const step = async (t: Target): Promise<Step> => {
+    if (allowlist.skipsPath(t.path)) return { kind: "skip" };
     let bytes: Uint8Array;
     try {
       bytes = await ctx.readBlob(t.digest);
     } catch (error) {
-      if (ctx.signal.aborted) {
-        missing.push(...targets.slice(i).map((x) => x.path));
-        break;
-      }
-      if (isAspError(error) && error.code === "ASP_SDK_CALLBACK_FAILED") {
-        missing.push(t.path);
-        continue;
-      }
-      throw error;
+      if (ctx.signal.aborted) return { kind: "cancelled" };
+      if (isAspError(error) && error.code === "ASP_SDK_CALLBACK_FAILED") return { kind: "missing" };
+      return { kind: "threw", error };
     }
     // Every blob is scanned, whatever its bytes (invalid UTF-8 and NUL bytes are read as latin1);
     // a file whose scan hit the time or memory bound was not scanned and is reported missing.
@@ -96,16 +98,28 @@ export async function assessSecrets(
       { path: t.path, bytes, fingerprints: [...allowlist.fingerprints], values: [...allowlist.values] },
       ctx.signal,
     );
-    if (!outcome.ok) {
-      if (outcome.reason === "cancelled") {
-        missing.push(...targets.slice(i).map((x) => x.path));
-        break;
-      }
+    if (!outcome.ok) return outcome.reason === "cancelled" ? { kind: "cancelled" } : { kind: "missing" };
+    return { kind: "ok", diagnostics: outcome.diagnostics };
+  };
+  const inflight: Promise<Step>[] = [];
+  let launched = 0;
+  for (const [i, t] of targets.entries()) {
+    while (!ctx.signal.aborted && inflight.length < IN_FLIGHT && launched < targets.length) {
+      inflight.push(step(targets[launched++] as Target));
+    }
+    const r: Step = ctx.signal.aborted ? { kind: "cancelled" } : ((await inflight.shift()) ?? { kind: "cancelled" });
+    if (r.kind === "cancelled") {
+      missing.push(...targets.slice(i).map((x) => x.path));
+      break;
+    }
+    if (r.kind === "threw") throw r.error;
+    if (r.kind === "skip") continue;
+    if (r.kind === "missing") {
       missing.push(t.path);
       continue;
     }
     scanned++;
-    for (const d of outcome.diagnostics) {
+    for (const d of r.diagnostics) {
       if (diagnostics.length >= MAX_DIAGNOSTICS) {
         truncated = true;
         break;
@@ -113,6 +127,8 @@ export async function assessSecrets(
       diagnostics.push(d);
     }
   }
+  // Steps still in flight after a cancellation settle on their own (as cancelled or missing).
+  for (const p of inflight) void p.catch(() => {});
   const coverage =
     missing.length === 0 ? { sources: [SOURCE], paths: scanned } : { sources: [SOURCE], paths: scanned, missing };
   return { status: missing.length > 0 || truncated ? "incomplete" : "complete", diagnostics, coverage };

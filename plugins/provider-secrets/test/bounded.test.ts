@@ -60,6 +60,22 @@ describe("createBoundedScanner", () => {
     expect(next.ok).toBe(true);
   }, 120_000);
 
+  it("host §2: queued files each get their own deadline; a stuck file fails alone and the files behind it are scanned", async () => {
+    scanner = createBoundedScanner({ workerUrl, rules: DEFAULT_RULES, fileDeadlineMs: 3_000 });
+    const pathological = "-----BEGIN PRIVATE KEY-----AAAAAAAAAAAAAAAAAAAA\n".repeat(48_000);
+    const outcomes = await Promise.all([
+      scanner.scan(job(`t = ${ghp}\n`, "first.txt")),
+      scanner.scan(job(pathological, "bundle.pem")),
+      ...Array.from({ length: 20 }, (_, i) => scanner?.scan(job(`t = ${ghp}\n`, `after-${i}.txt`))),
+    ]);
+    expect(outcomes[0]?.ok && outcomes[0].diagnostics.map((d) => d.range?.path)).toEqual(["first.txt"]);
+    expect(outcomes[1]).toEqual({ ok: false, reason: "deadline" });
+    // In order, each with its own finding: re-posted to the replacement worker, none lost or swapped.
+    expect(outcomes.slice(2).map((o) => o?.ok && o.diagnostics.map((d) => d.range?.path)[0])).toEqual(
+      Array.from({ length: 20 }, (_, i) => `after-${i}.txt`),
+    );
+  }, 120_000);
+
   it("a cancelled request is a 'cancelled' outcome", async () => {
     scanner = createBoundedScanner({ workerUrl, rules: DEFAULT_RULES });
     const controller = new AbortController();
