@@ -25,14 +25,14 @@ import { ROOT } from "./lib/workspace.js";
 const DOCS: readonly string[] = [...PUBLIC_PACKAGES.map((p) => `${p.dir}/README.md`), "docs/composing.md"];
 
 /** One ```ts block of a markdown file. */
-export interface TsBlock {
+interface TsBlock {
   /** 1-based line of the opening fence. */
   readonly line: number;
   readonly text: string;
 }
 
 /** The ```ts / ```typescript blocks of `markdown`, without those marked `fragment`. */
-export function tsBlocks(markdown: string): TsBlock[] {
+function tsBlocks(markdown: string): TsBlock[] {
   const blocks: TsBlock[] = [];
   const lines = markdown.split("\n");
   for (let i = 0; i < lines.length; i++) {
@@ -178,7 +178,9 @@ describe("README examples (issue 18 item 5)", () => {
     });
     it("reads trusted policy and trust roots from absolute, trusted paths only (threat model invariant 2)", () => {
       for (const block of tsBlocks(readme)) {
-        expect(block.text, `${dir}/README.md:${block.line}`).not.toMatch(/(policy|trustRoots|plugins)\s*:\s*\[?\s*["']\.{1,2}\//);
+        expect(block.text, `${dir}/README.md:${block.line}`).not.toMatch(
+          /(policy|trustRoots|plugins)\s*:\s*\[?\s*["']\.{1,2}\//,
+        );
       }
     });
   });
