@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // API reference shipped in each public package (issue 18 item 5): `API.md`, generated from the
 // package's TSDoc by typedoc + typedoc-plugin-markdown, one section per `exports` entry point
-// (the `@asp/source` condition names its source). Run by each package's `prepack` (so every
-// tarball carries the reference of exactly the code it ships) and by `pnpm docs:build` in CI
-// (warnings are errors there, as for the HTML reference).
+// (the `@asp/source` condition names its source). `pnpm docs:build` runs it first (so CI builds
+// it, and the HTML reference can follow the READMEs' `./API.md` links), and each package's
+// `prepublishOnly` runs it for its own folder, so a published tarball always carries the
+// reference of the code it ships. Warnings are errors, as for the HTML reference.
 //
 // Usage: node scripts/api-md.mjs [PACKAGE_DIR ...]   (default: every public package)
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";

@@ -149,6 +149,30 @@ describe("README examples (issue 18 item 5)", () => {
     expect(problems).toEqual([]);
   }, 180_000);
 
+  it("the @asp/ths README names every composeHost option (ComposeHostOptions), so none hides in the .d.ts", () => {
+    const source = join(ROOT, "packages/ths/src/index.ts");
+    const program = ts.createProgram([source], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      customConditions: ["@asp/source"],
+      noEmit: true,
+      skipLibCheck: true,
+    });
+    const checker = program.getTypeChecker();
+    const file = program.getSourceFile(source);
+    const module = file === undefined ? undefined : checker.getSymbolAtLocation(file);
+    const symbol = module && checker.getExportsOfModule(module).find((s) => s.name === "ComposeHostOptions");
+    expect(symbol).toBeDefined();
+    if (symbol === undefined) return;
+    const options = checker
+      .getDeclaredTypeOfSymbol(checker.getAliasedSymbol(symbol))
+      .getProperties()
+      .map((p) => p.name);
+    expect(options).toEqual(expect.arrayContaining(["store", "policy", "register", "clock", "warm"]));
+    const readme = readFileSync(join(ROOT, "packages/ths/README.md"), "utf8");
+    expect(options.filter((name) => !readme.includes(`| \`${name}\``))).toEqual([]);
+  }, 60_000);
+
   describe.each(PUBLIC_PACKAGES.map((p) => [p.dir, p] as const))("%s/README.md", (dir, pkg) => {
     const readme = readFileSync(join(ROOT, dir, "README.md"), "utf8");
     it("names every export of every entry point (new API cannot land undocumented)", () => {
