@@ -8,9 +8,22 @@ import { AspError } from "@asp/contracts";
  * - `ASP_CLI_NO_HOST_CONFIG`: no trusted host configuration at `--config`, `ASP_HOST_CONFIG`,
  *   `$XDG_CONFIG_HOME/asp/host.json` (or `~/.config/asp/host.json`), `/etc/asp/host.json`;
  *   `data.searched` lists every place looked at.
+ * - `ASP_CLI_BAD_PLUGIN_NAME`: `asp plugin new NAME` with a name that is not a plugin id / package name.
+ * - `ASP_CLI_UNKNOWN_KIND`: `asp plugin new --kind` outside `provider`, `verifier`, `sandbox`.
+ * - `ASP_CLI_KIND_UNSUPPORTED`: `asp plugin new --kind verifier|sandbox`: not scaffolded, because
+ *   the conformance kit and `@asp/sdk/testing` cannot check in-process plugins yet.
+ * - `ASP_CLI_DIR_NOT_EMPTY`: `asp plugin new` would write into a folder that exists and is not empty.
  * - `ASP_CLI_INTERNAL`: a bug in `asp`.
  */
-export type CliErrorCode = "ASP_CLI_USAGE" | "ASP_CLI_BAD_INPUT" | "ASP_CLI_NO_HOST_CONFIG" | "ASP_CLI_INTERNAL";
+export type CliErrorCode =
+  | "ASP_CLI_USAGE"
+  | "ASP_CLI_BAD_INPUT"
+  | "ASP_CLI_NO_HOST_CONFIG"
+  | "ASP_CLI_BAD_PLUGIN_NAME"
+  | "ASP_CLI_UNKNOWN_KIND"
+  | "ASP_CLI_KIND_UNSUPPORTED"
+  | "ASP_CLI_DIR_NOT_EMPTY"
+  | "ASP_CLI_INTERNAL";
 
 /** Bad usage or unreadable input given on the command line (exit 64). */
 export class UsageError extends AspError<CliErrorCode> {}

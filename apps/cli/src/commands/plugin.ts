@@ -21,6 +21,7 @@ import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { inert } from "../terminal.js";
+import { registerPluginNew } from "./plugin-new.js";
 
 /** A refused plugin exits 1 with a report; bad input exits 64. */
 const REFUSALS: ReadonlySet<string> = PLUGIN_REFUSAL_CODES;
@@ -98,9 +99,13 @@ const asPolicyArrays = (s: PolicySnippet) => ({
 const TREE_DIGEST_NOTE =
   "the digest is the plugin's tree digest: every file in the folder except asp-plugin.sig, the digest asp-plugin.sig signs";
 
-/** `asp plugin keygen | sign | digest | pin | verify`: sign plugins, pin them in policy, check them as the host would. */
+/** `asp plugin new | keygen | sign | digest | pin | verify`: sign plugins, pin them in policy, check them as the host would. */
 export function registerPlugin(program: Command, ctx: CliContext): void {
-  const plugin = program.command("plugin").description("sign plugins and verify them as the host would load them");
+  const plugin = program
+    .command("plugin")
+    .description("scaffold, sign and pin plugins, and verify them as the host would load them");
+
+  registerPluginNew(plugin, ctx);
 
   plugin
     .command("keygen")

@@ -1,0 +1,204 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { validate } from "@asp/contracts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PLUGIN_KINDS, SCAFFOLD_TOOL_VERSIONS } from "../src/commands/plugin-new.js";
+import { cliVersion } from "../src/context.js";
+import { REPO_ROOT, runInProcess } from "./helpers.js";
+
+// `asp plugin new` (issue 18 item 2): the files of the scaffold and its coded errors, fast and
+// without npm. The scaffold is written under apps/cli/node_modules so that, like an installed
+// project, it resolves @asp/sdk and TypeScript from a node_modules above it: that lets this test
+// compile it (strict, NodeNext) and run the conformance kit on it. The full journey from the
+// packed tarballs (npm install, pack, sign, pin, gate) is test/author-journey.test.ts.
+
+const CLI_DIR = join(REPO_ROOT, "apps/cli");
+let work: string;
+
+beforeAll(() => {
+  mkdirSync(join(CLI_DIR, "node_modules"), { recursive: true });
+  work = mkdtempSync(join(CLI_DIR, "node_modules/.asp-plugin-new-"));
+});
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+const asp = (argv: string[], cwd = work) => runInProcess(["--json", ...argv], { cwd, env: { PATH: process.env.PATH } });
+const errorCode = (stdout: string): unknown => (JSON.parse(stdout) as { error?: { code?: unknown } }).error?.code;
+const read = (dir: string, path: string): string => readFileSync(join(dir, path), "utf8");
+const readJson = <T>(dir: string, path: string): T => JSON.parse(read(dir, path)) as T;
+
+interface ScaffoldPackage {
+  name: string;
+  type: string;
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  aspPlugin: { entry: string };
+}
+
+describe("asp plugin new", () => {
+  describe("when it scaffolds a provider", () => {
+    let dir: string;
+    beforeAll(async () => {
+      const r = await asp(["plugin", "new", "demo-check"]);
+      expect(r.code).toBe(0);
+      dir = join(work, "demo-check");
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        name: "demo-check",
+        kind: "provider",
+        dir,
+        sdk: `^${cliVersion()}`,
+      });
+    });
+
+    it("writes the project's files and nothing else", () => {
+      const all = (d: string, prefix = ""): string[] =>
+        readdirSync(join(dir, d), { withFileTypes: true }).flatMap((e) =>
+          e.isDirectory() ? all(join(d, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`],
+        );
+      expect(all(".").sort()).toEqual(
+        [
+          ".gitignore",
+          "README.md",
+          "asp-plugin.json",
+          "package.json",
+          "src/main.ts",
+          "test/main.test.ts",
+          "tsconfig.json",
+        ].sort(),
+      );
+    });
+
+    it("package.json: @asp/sdk at ^<asp version>, the toolkit's tool versions, build/test/conformance/pack/sign scripts", () => {
+      const pkg = readJson<ScaffoldPackage>(dir, "package.json");
+      expect(pkg.name).toBe("demo-check");
+      expect(pkg.type).toBe("module");
+      expect(pkg.dependencies).toEqual({ "@asp/sdk": `^${cliVersion()}` });
+      expect(pkg.devDependencies).toEqual({
+        "@asp/cli": `^${cliVersion()}`,
+        "@asp/plugin-pack": `^${cliVersion()}`,
+        ...SCAFFOLD_TOOL_VERSIONS,
+      });
+      expect(Object.keys(pkg.scripts)).toEqual(
+        expect.arrayContaining(["build", "test", "conformance", "pack:plugin", "sign"]),
+      );
+      expect(pkg.scripts["pack:plugin"]).toMatch(/^asp-plugin-pack\b/);
+      expect(pkg.aspPlugin.entry).toBe("dist/main.js");
+    });
+
+    it("pins the same TypeScript, vitest and @types/node as this repository", () => {
+      const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+        devDependencies: Record<string, string>;
+      };
+      for (const [name, version] of Object.entries(SCAFFOLD_TOOL_VERSIONS))
+        expect(version, name).toBe(root.devDependencies[name]);
+    });
+
+    it("tsconfig is strict NodeNext; the manifest is a valid plugin-manifest matching the source", () => {
+      const ts = readJson<{ compilerOptions: Record<string, unknown> }>(dir, "tsconfig.json").compilerOptions;
+      expect(ts).toMatchObject({ strict: true, module: "NodeNext", moduleResolution: "NodeNext" });
+      const manifest = readJson<unknown>(dir, "asp-plugin.json");
+      expect(validate("plugin-manifest", manifest).ok).toBe(true);
+      expect(manifest).toMatchObject({
+        id: "demo-check",
+        kind: "provider",
+        entry: "main.js",
+        capabilities: ["check"],
+        diagnosticSources: ["demo-check"],
+      });
+      const source = read(dir, "src/main.ts");
+      expect(source).toContain('id: "demo-check", version: "0.1.0"');
+      expect(source).toContain('diagnosticSources: ["demo-check"]');
+      expect(read(dir, "test/main.test.ts")).toContain('from "@asp/sdk/testing"');
+    });
+
+    it("compiles under strict NodeNext and passes the conformance kit as written", async () => {
+      execFileSync(process.execPath, [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], {
+        cwd: dir,
+        stdio: "pipe",
+      });
+      const r = await runInProcess(["--json", "conformance", "--", process.execPath, "dist/main.js"], {
+        cwd: dir,
+        env: { PATH: process.env.PATH },
+      });
+      const report = JSON.parse(r.stdout) as { passed: boolean; checks: Array<{ id: string; status: string }> };
+      expect(report.checks.filter((c) => c.status !== "pass")).toEqual([]);
+      expect(report.checks.length).toBeGreaterThanOrEqual(16);
+      expect(report.passed).toBe(true);
+      expect(r.code).toBe(0);
+    }, 60_000);
+  });
+
+  describe("--sdk and --dir", () => {
+    it("writes a tarball path as an absolute file: spec and keeps a registry range as given", async () => {
+      expect((await asp(["plugin", "new", "from-tarball", "--sdk", "./t/asp-sdk-0.1.0.tgz"])).code).toBe(0);
+      expect(readJson<ScaffoldPackage>(join(work, "from-tarball"), "package.json").dependencies["@asp/sdk"]).toBe(
+        `file:${join(work, "t/asp-sdk-0.1.0.tgz")}`,
+      );
+      expect((await asp(["plugin", "new", "from-range", "--sdk", "~0.1.2"])).code).toBe(0);
+      expect(readJson<ScaffoldPackage>(join(work, "from-range"), "package.json").dependencies["@asp/sdk"]).toBe(
+        "~0.1.2",
+      );
+    });
+
+    it("scaffolds into --dir, and into an existing empty folder", async () => {
+      mkdirSync(join(work, "empty"));
+      expect((await asp(["plugin", "new", "in-empty", "--dir", "empty"])).code).toBe(0);
+      expect(readJson<ScaffoldPackage>(join(work, "empty"), "package.json").name).toBe("in-empty");
+    });
+  });
+
+  describe("when it refuses", () => {
+    it.each([
+      ["upper case", "Demo"],
+      ["a space", "demo check"],
+      ["a path", "../demo"],
+      ["a scope", "@me/demo"],
+      ["a leading dash (an option to npm)", "-demo"],
+      ["a leading dot", ".demo"],
+      ["too long", "a".repeat(65)],
+    ])("ASP_CLI_BAD_PLUGIN_NAME for %s", async (_what, name) => {
+      const r = await asp(["plugin", "new", "--", name]);
+      expect(r.code).toBe(64);
+      expect(errorCode(r.stdout)).toBe("ASP_CLI_BAD_PLUGIN_NAME");
+    });
+
+    it("ASP_CLI_UNKNOWN_KIND for a kind outside provider, verifier, sandbox", async () => {
+      expect(PLUGIN_KINDS).toEqual(["provider", "verifier", "sandbox"]);
+      const r = await asp(["plugin", "new", "demo-x", "--kind", "linter"]);
+      expect(r.code).toBe(64);
+      expect(errorCode(r.stdout)).toBe("ASP_CLI_UNKNOWN_KIND");
+    });
+
+    it.each(["verifier", "sandbox"])(
+      "ASP_CLI_KIND_UNSUPPORTED for --kind %s (it could not be tested or checked), writing nothing",
+      async (kind) => {
+        const r = await asp(["plugin", "new", `demo-${kind}`, "--kind", kind]);
+        expect(r.code).toBe(64);
+        expect(errorCode(r.stdout)).toBe("ASP_CLI_KIND_UNSUPPORTED");
+        expect(readdirSync(work)).not.toContain(`demo-${kind}`);
+      },
+    );
+
+    it("ASP_CLI_DIR_NOT_EMPTY for a folder with a file in it, and leaves the file as it was", async () => {
+      const dir = join(work, "taken");
+      mkdirSync(dir);
+      writeFileSync(join(dir, "package.json"), "mine\n");
+      const r = await asp(["plugin", "new", "taken"]);
+      expect(r.code).toBe(64);
+      expect(errorCode(r.stdout)).toBe("ASP_CLI_DIR_NOT_EMPTY");
+      expect(readdirSync(dir)).toEqual(["package.json"]);
+      expect(read(dir, "package.json")).toBe("mine\n");
+    });
+
+    it("ASP_CLI_DIR_NOT_EMPTY for a file or a symbolic link where the folder would go", async () => {
+      writeFileSync(join(work, "a-file"), "x");
+      expect(errorCode((await asp(["plugin", "new", "a-file"])).stdout)).toBe("ASP_CLI_DIR_NOT_EMPTY");
+      symlinkSync(join(work, "nowhere"), join(work, "a-link"));
+      expect(errorCode((await asp(["plugin", "new", "a-link"])).stdout)).toBe("ASP_CLI_DIR_NOT_EMPTY");
+      expect(readdirSync(work)).not.toContain("nowhere");
+    });
+  });
+});
