@@ -71,7 +71,7 @@ describe.each(BACKENDS)("evidence snapshots (%s)", (_name, make) => {
         labels: { run: "r1" },
       });
       expect(record.refs.map((r) => r.name)).toEqual(snap.refs.map((r) => r.name));
-      expect((await readSnapshot(store, record.digest)).refs).toEqual(record.refs);
+      expect((await readSnapshot(store, snap.digest)).refs).toEqual(record.refs);
     });
 
     it("refuses refs that are not a frozen snapshot's", async () => {
