@@ -8,6 +8,7 @@ import {
   BUDGET_COUNTERS,
   BUDGET_LIMITS,
   type BudgetCounter,
+  type BudgetLimit,
   EVIDENCE_REF_KINDS,
   FINDING_SEVERITIES,
   FINDING_STATUSES,
@@ -38,7 +39,10 @@ const Fingerprint = Type.String({ minLength: 1, maxLength: 256 });
 const Actor = Type.Object({ actor_id: Id, session_id: Id, fingerprint: Fingerprint }, Closed);
 const BudgetNumber = Type.Number({ exclusiveMinimum: 0 });
 const Count = Type.Integer({ minimum: 0 });
-const BudgetSet = Type.Object(Object.fromEntries(BUDGET_LIMITS.map((b) => [b, BudgetNumber])), Closed);
+const BudgetSet = Type.Object(
+  Object.fromEntries(BUDGET_LIMITS.map((b) => [b, BudgetNumber])) as Record<BudgetLimit, typeof BudgetNumber>,
+  Closed,
+);
 const Selection = Type.Object(
   {
     // A run stores `autonomous` normalized to `on` ("Product modes": on/autonomous is one preset).
