@@ -47,6 +47,19 @@ describe("Auto Mode records", () => {
     );
   });
 
+  describe("AM.findings.3 a verifier's review finding", () => {
+    it("carries the content it is fingerprinted by: category, claim and evidence refs", () => {
+      const response = VALID["plugin-verify-response"];
+      expect(validate("plugin-verify-response", response).ok).toBe(true);
+      if (response.kind !== "review") throw new Error("fixture is a review");
+      const [finding] = response.findings;
+      for (const key of ["category", "claim", "evidence_refs"] as const) {
+        const { [key]: _, ...without } = finding as Record<string, unknown>;
+        expect(validate("plugin-verify-response", { ...response, findings: [without] }).ok, key).toBe(false);
+      }
+    });
+  });
+
   describe("AM.states.6 a review run whose selection found no independent Reviewer", () => {
     const unavailable = {
       ...VALID["review-run"],
