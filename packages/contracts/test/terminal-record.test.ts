@@ -10,6 +10,7 @@ import {
   UNAVAILABLE_REASONS,
   validate,
 } from "../src/index.js";
+import { VALID } from "./fixtures/valid.js";
 
 // The contract's terminal table, restated independently of the schema: which fields each
 // terminal requires and forbids. The schema must accept exactly these combinations.
@@ -86,16 +87,8 @@ for (const state of withNull(AUTO_RUN_TERMINAL_STATES))
                   guardian_record_id,
                 });
 
-const run = { root_frame_id: "frame-1", branch_id: "main", turn_id: "turn-3", execution_id: "exec-9" };
-const counters = {
-  review_attempts: 2,
-  repair_rounds: 2,
-  repair_turns: 0,
-  extra_cells: 0,
-  extra_tokens: 0,
-  no_progress_turns: 0,
-  guardian_consecutive_denials: 0,
-};
+// The rest of a record comes from the valid fixture.
+const { run, counters } = VALID["terminal-record"];
 function record(c: Combo, user_truth?: string): Record<string, unknown> {
   const label =
     user_truth ??
