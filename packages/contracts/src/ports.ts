@@ -56,9 +56,19 @@ export interface GuardianRequest {
 /** A verifier's request. */
 export type VerifyRequest = ReviewRequest | GuardianRequest;
 
-/** One Reviewer finding. */
+/**
+ * One Reviewer finding. Its content (`severity`, `category`, `claim`, `evidence_refs`) is what the
+ * host fingerprints, so a finding that survives a repair round is recognised; `title`, `detail` and
+ * `path` are for display.
+ */
 export interface ReviewFinding {
   readonly severity: FindingSeverity;
+  /** A short, stable class of problem (e.g. `correctness`, `unsupported_claim`). */
+  readonly category: string;
+  /** What the Reviewer asserts is wrong, in one statement. */
+  readonly claim: string;
+  /** Names of the Evidence Snapshot refs the claim rests on (each must resolve in the reviewed snapshot). */
+  readonly evidence_refs: readonly string[];
   readonly title: string;
   readonly detail?: string;
   readonly path?: string;

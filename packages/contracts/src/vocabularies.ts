@@ -182,9 +182,16 @@ export type ResultReviewMode = (typeof RESULT_REVIEW_MODES)[number];
 export const APPROVALS_REVIEWERS = ["user", "auto_review"] as const;
 export type ApprovalsReviewer = (typeof APPROVALS_REVIEWERS)[number];
 
-/** Auto Mode preset; `on` and `autonomous` are the same preset. */
+/**
+ * Auto Mode preset as configuration may spell it; `on` and `autonomous` are the same preset
+ * ("Product modes": "off, on/autonomous"). What a run stores is {@link STORED_AUTO_MODE_PRESETS}.
+ */
 export const AUTO_MODE_PRESETS = ["off", "on", "autonomous"] as const;
 export type AutoModePreset = (typeof AUTO_MODE_PRESETS)[number];
+
+/** The preset as a run stores it: `autonomous` is normalized to `on` before it is persisted (ADR 0005). */
+export const STORED_AUTO_MODE_PRESETS = ["off", "on"] as const;
+export type StoredAutoModePreset = (typeof STORED_AUTO_MODE_PRESETS)[number];
 
 /** Where a resolved selection came from ("Scope and precedence"), highest precedence first. */
 export const SELECTION_SOURCES = [
@@ -216,7 +223,11 @@ export const AUTO_RUN_TERMINAL_STATES = [
 ] as const;
 export type AutoRunTerminalState = (typeof AUTO_RUN_TERMINAL_STATES)[number];
 
-/** Durable terminal reasons outside the five states, plus the existing cancellation and agent failure. */
+/**
+ * Durable terminal reasons outside the five states (the contract's table), plus the existing
+ * cancellation and ordinary agent failure the contract says "keep their existing meanings"
+ * (kept and justified in ADR 0005: a cancelled run needs a committed fact so it is never resumed).
+ */
 export const TERMINAL_REASONS = [
   "policy_requires_explicit_setup",
   "budget_exhausted",
@@ -229,29 +240,47 @@ export const TERMINAL_REASONS = [
 ] as const;
 export type TerminalReason = (typeof TERMINAL_REASONS)[number];
 
-/** `stop_reason` carried by a five-state terminal (completed_with_issues, blocked_by_guardian). */
-export const STOP_REASONS = [
-  "review_only",
-  "budget_exhausted",
-  "loop_detected",
-  "guardian_denied",
-  "guardian_critical",
-  "guardian_timeout",
-  "guardian_invalid_output",
-  "guardian_session_lost",
-  "guardian_circuit_open",
-] as const;
+/**
+ * `stop_reason` carried by a five-state terminal: `completed_with_issues` (all three) and
+ * `blocked_by_guardian` (only `loop_detected`). `review_only` is the contract's "review_only
+ * forbids repair" entry condition named as a reason (ADR 0005). Why the Guardian stopped a run is
+ * in its durable assessment or failure record, which the terminal references; it is not a stop
+ * reason.
+ */
+export const STOP_REASONS = ["review_only", "budget_exhausted", "loop_detected"] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
-/** `reason` of a review_unavailable terminal. */
+/**
+ * `reason` of a review_unavailable terminal. The contract names the first two; the third is its
+ * "no admissible verdict exists after the bounded attempts" (timeout, provider/session failure,
+ * parse/schema failure), one reason because the attempts may fail differently: each attempt
+ * records its own {@link ATTEMPT_OUTCOMES} value (ADR 0005).
+ */
 export const UNAVAILABLE_REASONS = [
   "reviewer_independence_unavailable",
   "evidence_incomplete",
-  "reviewer_timeout",
-  "reviewer_failed",
-  "reviewer_unparseable",
+  "no_admissible_verdict",
 ] as const;
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
+
+/**
+ * How a review run's Reviewer was selected: a Reviewer satisfying the frozen independence policy,
+ * or none (the pre-inference `reviewer_independence_unavailable`: no inference call is made).
+ */
+export const REVIEWER_SELECTIONS = ["selected", "reviewer_independence_unavailable"] as const;
+export type ReviewerSelection = (typeof REVIEWER_SELECTIONS)[number];
+
+/**
+ * The fingerprint rule of an Auto Run's frozen Reviewer independence policy. By default the
+ * Reviewer's fingerprint (model and configuration identity) differs from the producer's; actor
+ * and session independence is absolute and has no setting.
+ */
+export const INDEPENDENCE_POLICIES = ["distinct_fingerprint", "same_fingerprint_allowed"] as const;
+export type IndependencePolicy = (typeof INDEPENDENCE_POLICIES)[number];
+
+/** What an Evidence Snapshot ref points at (the kinds `@asp/evidence` freezes). */
+export const EVIDENCE_REF_KINDS = ["blob", "tree", "record"] as const;
+export type EvidenceRefKind = (typeof EVIDENCE_REF_KINDS)[number];
 
 /** Audit subject control plane ("Canonical API and event names"). */
 export const SUBJECT_KINDS = ["result_review", "permission_review"] as const;
@@ -352,3 +381,19 @@ export const BUDGET_LIMITS = [
   "guardian_window_denial_limit",
 ] as const;
 export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
+
+/**
+ * The budget ledger's counters: one set of names, shared by the rollout `BudgetMeter` and the
+ * `BudgetLedger` schema. Deadlines (`wall_time_s`, `guardian_timeout_s`) are not counters, and
+ * the per-fingerprint / per-action-digest counts and the Guardian window are kept beside these.
+ */
+export const BUDGET_COUNTERS = [
+  "review_attempts",
+  "repair_rounds",
+  "repair_turns",
+  "extra_cells",
+  "extra_tokens",
+  "no_progress_turns",
+  "guardian_consecutive_denials",
+] as const;
+export type BudgetCounter = (typeof BUDGET_COUNTERS)[number];

@@ -1,3 +1,4 @@
+import type { EvidenceSnapshot, RunIdentity } from "@asp/contracts";
 import { canonicalBytes, parseCanonical } from "./canonical.js";
 import { EvidenceError, type EvidenceErrorCode } from "./errors.js";
 import { assertDigest, type Digest, digestBytes, isDigest } from "./hash.js";
@@ -193,4 +194,45 @@ export async function verifySnapshot(store: SnapshotStore, digest: Digest): Prom
     }
   }
   return { ok: failures.length === 0, digest, checked, failures };
+}
+
+/** What {@link toEvidenceSnapshot} binds a frozen snapshot to. */
+export interface EvidenceSnapshotBinding {
+  readonly run: RunIdentity;
+  readonly candidateId: string;
+  /** ISO-8601 time the snapshot was frozen (the caller's clock). */
+  readonly createdAt: string;
+}
+
+/**
+ * Adapt a frozen snapshot to the Auto Mode contract's one Evidence Snapshot shape
+ * (`@asp/contracts` `EvidenceSnapshot`): the same digest, refs and labels, bound to a run and a
+ * candidate. A {@link FrozenSnapshot} exists only once every ref resolved, so it is `complete`.
+ * Pure; the refs and labels are copied so the record cannot alias the snapshot.
+ *
+ * @throws EvidenceError `ASP_EVIDENCE_BAD_OBJECT` when the refs are not a canonical (sorted,
+ *   uniquely named) frozen snapshot's, or `ASP_EVIDENCE_BAD_DIGEST` for a malformed digest.
+ * @example
+ * ```ts
+ * const snap = await freezeSnapshot(store, { refs });
+ * const record = toEvidenceSnapshot(snap, { run, candidateId: "cand-1", createdAt: new Date().toISOString() });
+ * ```
+ */
+export function toEvidenceSnapshot(frozen: FrozenSnapshot, binding: EvidenceSnapshotBinding): EvidenceSnapshot {
+  assertDigest(frozen.digest, "snapshot");
+  const { refs, labels } = normalize({ refs: frozen.refs, labels: frozen.labels });
+  if (refs.some((r, i) => r.name !== frozen.refs[i]?.name) || refs.length !== frozen.refs.length) {
+    throw new EvidenceError("ASP_EVIDENCE_BAD_OBJECT", "refs are not a frozen snapshot's (sorted by name)", {
+      data: { digest: frozen.digest },
+    });
+  }
+  return {
+    digest: frozen.digest,
+    run: { ...binding.run },
+    candidate_id: binding.candidateId,
+    complete: true,
+    refs: refs.map((r) => ({ name: r.name, kind: r.kind, digest: r.digest })),
+    labels,
+    created_at: binding.createdAt,
+  };
 }

@@ -23,13 +23,14 @@ export { EVIDENCE_ERROR_CODES, EvidenceError } from "./errors.js";
 export type {
   EvidenceRef,
   EvidenceRefKind,
+  EvidenceSnapshotBinding,
   FreezeInput,
   FrozenSnapshot,
   SnapshotFailure,
   SnapshotStore,
   SnapshotVerification,
 } from "./evidence-snapshot.js";
-export { freezeSnapshot, readSnapshot, verifySnapshot } from "./evidence-snapshot.js";
+export { freezeSnapshot, readSnapshot, toEvidenceSnapshot, verifySnapshot } from "./evidence-snapshot.js";
 export type { GitSnapshot, GitSnapshotOptions } from "./git.js";
 export { snapshotGitRevision } from "./git.js";
 export type { Digest, Hasher } from "./hash.js";

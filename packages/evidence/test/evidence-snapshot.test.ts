@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { validate } from "@asp/contracts";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   blobDigest,
@@ -10,6 +11,7 @@ import {
   readSnapshot,
   type Store,
   snapshotWorktree,
+  toEvidenceSnapshot,
   verifySnapshot,
 } from "../src/index.js";
 import { BACKENDS } from "./helpers/stores.js";
@@ -52,6 +54,33 @@ describe.each(BACKENDS)("evidence snapshots (%s)", (_name, make) => {
       expect(a.digest).not.toBe((await freezeSnapshot(store, { refs, labels: { run: "r2" } })).digest);
       expect(await readSnapshot(store, a.digest)).toEqual(a);
       expect(await verifySnapshot(store, a.digest)).toMatchObject({ ok: true, failures: [] });
+    });
+  });
+
+  describe("AM.states.2 when adapted to the contract's Evidence Snapshot", () => {
+    const run = { root_frame_id: "f", branch_id: "b", turn_id: "t", execution_id: "e" };
+    it("is the one contract shape: same digest, refs and labels, bound to run and candidate, complete", async () => {
+      const store = await fresh();
+      const snap = await freezeSnapshot(store, { refs: await evidence(store), labels: { run: "r1" } });
+      const record = toEvidenceSnapshot(snap, { run, candidateId: "cand-1", createdAt: "2026-12-01T10:00:00Z" });
+      expect(validate("evidence-snapshot", record)).toMatchObject({ ok: true });
+      expect(record).toMatchObject({
+        digest: snap.digest,
+        candidate_id: "cand-1",
+        complete: true,
+        labels: { run: "r1" },
+      });
+      expect(record.refs.map((r) => r.name)).toEqual(snap.refs.map((r) => r.name));
+      expect((await readSnapshot(store, snap.digest)).refs).toEqual(record.refs);
+    });
+
+    it("refuses refs that are not a frozen snapshot's", async () => {
+      const store = await fresh();
+      const snap = await freezeSnapshot(store, { refs: await evidence(store) });
+      const forged = { ...snap, refs: [...snap.refs].reverse() };
+      expect(() =>
+        toEvidenceSnapshot(forged, { run, candidateId: "c", createdAt: "2026-12-01T10:00:00Z" }),
+      ).toThrowWithCode("ASP_EVIDENCE_BAD_OBJECT");
     });
   });
 

@@ -26,7 +26,7 @@ export default {
       deps: { clock: { $$type: "@asp/DependencyRef", key: "asp.plugin.Clock" } },
       init: ({ clock }, ctx) => ({
         verify: async (req) => ({ kind: "review", verdict: ctx.options.strict ? "issues" : "pass",
-          findings: [{ severity: "info", title: "checked at " + clock.now().toISOString() }] }),
+          findings: [{ severity: "info", category: "timing", claim: "checked", evidence_refs: [], title: "checked at " + clock.now().toISOString() }] }),
       }),
     });
   },

@@ -95,7 +95,15 @@ describe("loadPlugins", () => {
       expect(await verifier?.verify({ kind: "review", subject: {} })).toEqual({
         kind: "review",
         verdict: "issues",
-        findings: [{ severity: "info", title: "checked at 1970-01-01T00:00:00.000Z" }],
+        findings: [
+          {
+            severity: "info",
+            category: "timing",
+            claim: "checked",
+            evidence_refs: [],
+            title: "checked at 1970-01-01T00:00:00.000Z",
+          },
+        ],
       });
       expect(child.resolve(TOKENS.PluginLoadResult)).toBe(result);
     });

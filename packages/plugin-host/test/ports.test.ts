@@ -67,7 +67,7 @@ const greedyVerifier = (id: string) => `export default {
       init: ({ env, log }) => ({
         verify: async () => {
           await log.append([{ kind: "plugin.forged", record: { by: ${JSON.stringify(id)} } }]);
-          return { kind: "review", verdict: "pass", findings: [{ severity: "info", title: String(env.ASP_TOKEN) }] };
+          return { kind: "review", verdict: "pass", findings: [{ severity: "info", category: "timing", claim: "checked", evidence_refs: [], title: String(env.ASP_TOKEN) }] };
         },
       }),
     });

@@ -1,8 +1,19 @@
-import { BUDGET_LIMITS, type BudgetLimit, type StageFlag } from "@asp/contracts";
+import {
+  BUDGET_COUNTERS,
+  BUDGET_LIMITS,
+  type BudgetCounter,
+  type BudgetCounters,
+  type BudgetLedger,
+  type BudgetLimit,
+  type RunIdentity,
+  type StageFlag,
+  validate,
+} from "@asp/contracts";
 import { type Environment, readEnvSetting } from "./env.js";
 import { rolloutError } from "./errors.js";
 import type { StageFlags } from "./flags.js";
 import { parsePositiveNumber, type ValueLocation } from "./parse.js";
+import { checkRunIdentity } from "./persist.js";
 import { BUILT_IN, formatSource, sourceOf, type ValueSource } from "./sources.js";
 
 /** The fixed size of the Guardian rolling circuit window; it is never configurable. */
@@ -271,45 +282,55 @@ export function readBudgetEnv(
   return { overrides, names };
 }
 
-/** A budget that is counted; the window size is a denominator, not a counter. */
-export type ConsumableBudget = Exclude<BudgetLimit, "guardian_window_size">;
+/** The clock a meter compares its deadlines against, in milliseconds since the epoch. Injected. */
+export interface Clock {
+  now(): number;
+}
 
-/** Outcome of {@link BudgetMeter.admit}. */
-export type Admission =
+/**
+ * Why an action was refused: a consumed or deadline limit (`budget_exhausted`), an open no-progress
+ * circuit (`loop_detected`), an open Guardian denial circuit, or a Guardian decision past its
+ * deadline. The caller maps these onto the contract's terminals.
+ */
+export type BudgetRefusal = "budget_exhausted" | "loop_detected" | "guardian_denial_circuit" | "guardian_timeout";
+
+/** Outcome of every admission and record call of {@link BudgetMeter}. */
+export type BudgetCheck =
   | {
-      /** The owning stage(s) are off: nothing recorded, nothing refused. */
       readonly admitted: true;
-      readonly active: false;
-      readonly limit: ConsumableBudget;
+      /** False when every owning stage is off: nothing was recorded and nothing can be refused. */
+      readonly active: boolean;
+      readonly limit: BudgetLimit;
     }
   | {
-      readonly admitted: true;
-      readonly active: true;
-      readonly limit: ConsumableBudget;
-      /** Consumed after admitting this amount. */
-      readonly consumed: number;
-      readonly ceiling: number;
-    }
-  | {
-      /** Admitting would exceed the limit: the caller must not start the action. */
+      /** The caller must not start the action (or must treat the decision as failed closed). */
       readonly admitted: false;
       readonly active: true;
-      readonly limit: ConsumableBudget;
-      readonly consumed: number;
+      /** The limit that refused: the terminal's `exhausted_limit` for `budget_exhausted`. */
+      readonly limit: BudgetLimit;
+      readonly reason: BudgetRefusal;
+      /** What was used of it (a count, tokens, or elapsed seconds for a deadline). */
+      readonly used: number;
       readonly ceiling: number;
-      readonly reason: "budget_exhausted";
     };
 
-/** Options of {@link createBudgetMeter}. */
+/** Options of {@link createBudgetMeter}: a new run's meter. */
 export interface BudgetMeterOptions {
+  readonly run: RunIdentity;
   /** The run's frozen limits. */
   readonly budgets: BudgetSet;
   /** The resolved stage flags; a budget counts only while one of its owners is on. */
   readonly flags: StageFlags;
-  /** Counters restored from the durable ledger on reopen: a limit never replenishes itself. */
-  readonly consumed?: Readonly<Partial<Record<ConsumableBudget, number>>>;
-  /** Tokens of the initial turn; required to admit `extra_token_multiplier` consumption (in tokens). */
+  /** The clock deadlines are measured with; the wall-time deadline starts at its `now()`. */
+  readonly clock: Clock;
+  /** Tokens of the initial turn; required once extra tokens are admitted (the 1.5x budget). */
   readonly initialTurnTokens?: number;
+}
+
+/** Options of {@link BudgetMeter.fromLedger}: what a reopened run supplies besides its ledger. */
+export interface RestoreMeterOptions {
+  readonly flags: StageFlags;
+  readonly clock: Clock;
 }
 
 /** True when at least one owning stage of `limit` is on. */
@@ -317,97 +338,420 @@ export function isBudgetActive(limit: BudgetLimit, flags: StageFlags): boolean {
   return BUDGET_TABLE[limit].owners.some((stage) => flags.isEnabled(stage));
 }
 
-/**
- * Admission control for one run's budgets. A limit is checked before admitting the next
- * action: `admit` records the amount only if it fits. While every owning stage of a budget is
- * off, `admit` is a no-op that records nothing and never refuses.
- */
-export class BudgetMeter {
-  readonly #budgets: BudgetSet;
-  readonly #flags: StageFlags;
-  readonly #consumed = new Map<ConsumableBudget, number>();
-  readonly #initialTurnTokens: number | undefined;
+/** Which limit bounds each ledger counter (one set of names: {@link BUDGET_COUNTERS}). */
+export const COUNTER_LIMITS: Readonly<Record<BudgetCounter, BudgetLimit>> = Object.freeze({
+  review_attempts: "max_review_rounds",
+  repair_rounds: "max_repair_rounds",
+  repair_turns: "repair_turns_per_round",
+  extra_cells: "max_extra_cells",
+  extra_tokens: "extra_token_multiplier",
+  no_progress_turns: "no_progress_turn_limit",
+  guardian_consecutive_denials: "guardian_consecutive_denial_limit",
+});
 
-  /** Prefer {@link createBudgetMeter}. */
-  constructor(options: BudgetMeterOptions) {
-    this.#budgets = options.budgets;
-    this.#flags = options.flags;
-    this.#initialTurnTokens = options.initialTurnTokens;
-    for (const [limit, n] of Object.entries(options.consumed ?? {})) {
-      if (n !== undefined) this.#consumed.set(limit as ConsumableBudget, n);
-    }
-  }
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-  /** The ceiling `admit` compares against (tokens for `extra_token_multiplier`). */
-  ceiling(limit: ConsumableBudget): number {
-    const value = this.#budgets[limit];
-    if (limit !== "extra_token_multiplier") return value;
-    if (this.#initialTurnTokens === undefined) {
-      throw rolloutError(
-        "ASP_ROLLOUT_INVALID_OPTION",
-        "extra_token_multiplier consumption is counted in tokens; create the meter with initialTurnTokens",
-        { key: "initialTurnTokens", source: "options" },
-      );
-    }
-    return Math.floor(value * this.#initialTurnTokens);
-  }
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
 
-  /** Whether the budget counts now (an owning stage is on). */
-  isActive(limit: ConsumableBudget): boolean {
-    return isBudgetActive(limit, this.#flags);
-  }
-
-  /** What has been consumed so far (0 when inactive). */
-  consumed(limit: ConsumableBudget): number {
-    return this.#consumed.get(limit) ?? 0;
-  }
-
-  /** True when an active budget has no room left for another unit. */
-  exhausted(limit: ConsumableBudget): boolean {
-    return this.isActive(limit) && this.consumed(limit) >= this.ceiling(limit);
-  }
-
-  /**
-   * Ask to consume `amount` (default 1) of `limit` before starting the action.
-   *
-   * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a negative or non-finite amount, or for
-   *   token consumption on a meter without `initialTurnTokens`.
-   */
-  admit(limit: ConsumableBudget, amount = 1): Admission {
-    if (!Number.isFinite(amount) || amount < 0) {
-      throw rolloutError("ASP_ROLLOUT_INVALID_OPTION", "amount must be a finite number >= 0", {
-        key: "amount",
-        source: "options",
-      });
-    }
-    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
-    const ceiling = this.ceiling(limit);
-    const consumed = this.consumed(limit);
-    if (consumed + amount > ceiling) {
-      return { admitted: false, active: true, limit, consumed, ceiling, reason: "budget_exhausted" };
-    }
-    this.#consumed.set(limit, consumed + amount);
-    return { admitted: true, active: true, limit, consumed: consumed + amount, ceiling };
-  }
-
-  /** The counters to persist with the run (only budgets that consumed something). */
-  snapshot(): Readonly<Partial<Record<ConsumableBudget, number>>> {
-    return Object.freeze(Object.fromEntries(this.#consumed));
-  }
+function badAmount(key: string): never {
+  throw rolloutError("ASP_ROLLOUT_INVALID_OPTION", `${key} must be a whole number >= 0`, { key, source: "options" });
 }
 
 /**
- * Create a {@link BudgetMeter} for one run.
+ * One run's budget meter and ledger. Every limit is checked before the next action is admitted,
+ * and each kind of limit is counted the way the contract defines it:
+ *
+ * - per candidate / per round: Reviewer attempts reset for each new candidate; Repair turns reset
+ *   when a new repair round is admitted;
+ * - cumulative for the run: repair rounds, extra cells, extra tokens (against multiplier x the
+ *   initial turn's tokens);
+ * - deadlines, compared against the injected clock: the run's wall time from `started_at`, and
+ *   each Guardian question's timeout from when it was asked;
+ * - per key: repeated findings per fingerprint, same action without a durable delta per action
+ *   digest;
+ * - resetting: turns without progress reset on progress, consecutive Guardian denials reset on an
+ *   allow;
+ * - rolling: denials among the last 50 Guardian decisions.
+ *
+ * Loop limits and Guardian thresholds open durable circuits that stay open. A budget whose owning
+ * stages are all off records nothing and refuses nothing. The ledger ({@link toJSON}) is persisted
+ * with the run and restored with {@link BudgetMeter.fromLedger}, so nothing replenishes on reopen.
+ */
+export class BudgetMeter {
+  readonly #flags: StageFlags;
+  readonly #clock: Clock;
+  readonly #ledger: Mutable<Omit<BudgetLedger, "consumed" | "scope" | "circuits">> & {
+    consumed: Mutable<BudgetCounters>;
+    scope: Mutable<BudgetLedger["scope"]>;
+    circuits: Mutable<BudgetLedger["circuits"]>;
+    repeated_findings: Record<string, number>;
+    same_action_no_delta: Record<string, number>;
+    guardian_window: Array<"allow" | "deny">;
+  };
+
+  /** Prefer {@link createBudgetMeter} or {@link BudgetMeter.fromLedger}. */
+  constructor(ledger: BudgetLedger, flags: StageFlags, clock: Clock) {
+    this.#flags = flags;
+    this.#clock = clock;
+    this.#ledger = structuredCloneJson(ledger);
+  }
+
+  /**
+   * Restore a run's meter from its persisted ledger (a reopen): counters, deadlines' origins,
+   * per-key counts, the Guardian window and open circuits all carry over.
+   *
+   * @throws RolloutError `ASP_ROLLOUT_CORRUPT_RECORD` (category `integrity`) when the ledger does
+   *   not validate against `BudgetLedgerSchema`: a meter never guesses its counters.
+   */
+  static fromLedger(ledger: unknown, options: RestoreMeterOptions): BudgetMeter {
+    const result = validate("budget-ledger", ledger);
+    if (!result.ok) {
+      throw rolloutError(
+        "ASP_ROLLOUT_CORRUPT_RECORD",
+        "the persisted budget ledger does not validate; refusing to guess its counters",
+        { key: "ledger", source: "store" },
+        { category: "integrity", data: { errors: result.errors.slice(0, 5) } },
+      );
+    }
+    return new BudgetMeter(result.value, options.flags, options.clock);
+  }
+
+  /** Whether `limit` counts now (an owning stage is on). */
+  isActive(limit: BudgetLimit): boolean {
+    return isBudgetActive(limit, this.#flags);
+  }
+
+  /** The value of one ledger counter. */
+  used(counter: BudgetCounter): number {
+    return this.#ledger.consumed[counter];
+  }
+
+  /** The ceiling a counter is compared against (tokens for `extra_tokens`). */
+  ceiling(counter: BudgetCounter): number {
+    const limit = COUNTER_LIMITS[counter];
+    const value = this.#ledger.limits[limit];
+    if (counter !== "extra_tokens") return value;
+    const initial = this.#ledger.initial_turn_tokens;
+    if (initial === null) {
+      throw rolloutError(
+        "ASP_ROLLOUT_INVALID_OPTION",
+        "extra tokens are counted against multiplier x the initial turn's tokens; create the meter with initialTurnTokens",
+        { key: "initialTurnTokens", source: "options" },
+      );
+    }
+    return Math.floor(value * initial);
+  }
+
+  /** Whether a durable circuit is open. */
+  circuit(name: "no_progress" | "guardian_denial"): "open" | "closed" {
+    return this.#ledger.circuits[name];
+  }
+
+  // ------------------------------------------------------------ consumption
+
+  #consume(counter: BudgetCounter, amount: number): BudgetCheck {
+    const limit = COUNTER_LIMITS[counter];
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const ceiling = this.ceiling(counter);
+    const used = this.#ledger.consumed[counter];
+    if (used + amount > ceiling) {
+      return { admitted: false, active: true, limit, reason: "budget_exhausted", used, ceiling };
+    }
+    this.#ledger.consumed[counter] = used + amount;
+    this.#touch();
+    return { admitted: true, active: true, limit };
+  }
+
+  /**
+   * Admit one Reviewer attempt for `candidateId`. The attempt budget is per candidate: a new
+   * candidate starts from zero.
+   *
+   * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for an empty candidate id.
+   */
+  admitReviewAttempt(candidateId: string): BudgetCheck {
+    if (typeof candidateId !== "string" || candidateId.length === 0 || candidateId.length > 256) {
+      throw rolloutError("ASP_ROLLOUT_INVALID_OPTION", "candidateId must be a non-empty id", {
+        key: "candidateId",
+        source: "options",
+      });
+    }
+    if (this.isActive("max_review_rounds") && this.#ledger.scope.candidate_id !== candidateId) {
+      this.#ledger.scope.candidate_id = candidateId;
+      this.#ledger.consumed.review_attempts = 0;
+    }
+    return this.#consume("review_attempts", 1);
+  }
+
+  /** Admit a new Repair round; its turn budget starts from zero. */
+  admitRepairRound(): BudgetCheck {
+    const check = this.#consume("repair_rounds", 1);
+    if (check.admitted && check.active) {
+      this.#ledger.scope.repair_round = this.#ledger.consumed.repair_rounds;
+      this.#ledger.consumed.repair_turns = 0;
+    }
+    return check;
+  }
+
+  /** Admit one Repair Agent turn in the current round (the per-round limit). */
+  admitRepairTurn(): BudgetCheck {
+    return this.#consume("repair_turns", 1);
+  }
+
+  /**
+   * Admit `count` additional Cells.
+   *
+   * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a count that is not a whole number >= 0.
+   */
+  admitCells(count: number): BudgetCheck {
+    if (!Number.isSafeInteger(count) || count < 0) badAmount("count");
+    return this.#consume("extra_cells", count);
+  }
+
+  /**
+   * Admit `tokens` additional tokens (against multiplier x the initial turn's tokens).
+   *
+   * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a bad amount, or when the budget is active
+   *   and the meter was created without `initialTurnTokens`.
+   */
+  admitTokens(tokens: number): BudgetCheck {
+    if (!Number.isSafeInteger(tokens) || tokens < 0) badAmount("tokens");
+    return this.#consume("extra_tokens", tokens);
+  }
+
+  // ------------------------------------------------------------ deadlines
+
+  /** Check the run's wall-time deadline (`started_at` + `wall_time_s`) against the clock. */
+  checkWallTime(): BudgetCheck {
+    const limit = "wall_time_s";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const elapsed = (this.#clock.now() - Date.parse(this.#ledger.started_at)) / 1000;
+    const ceiling = this.#ledger.limits.wall_time_s;
+    return elapsed >= ceiling
+      ? { admitted: false, active: true, limit, reason: "budget_exhausted", used: elapsed, ceiling }
+      : { admitted: true, active: true, limit };
+  }
+
+  /**
+   * Check everything that gates the next autonomous action: the wall-time deadline, the open
+   * circuits, and (with `actionDigest`) the same-action-without-delta count of that exact action.
+   */
+  admitAction(actionDigest?: string): BudgetCheck {
+    const wall = this.checkWallTime();
+    if (!wall.admitted) return wall;
+    const loops = "no_progress_turn_limit";
+    if (this.isActive(loops) && this.#ledger.circuits.no_progress === "open") {
+      return { admitted: false, active: true, limit: loops, reason: "loop_detected", used: 1, ceiling: 1 };
+    }
+    if (actionDigest !== undefined && this.isActive("same_action_no_delta_limit")) {
+      const used = this.#ledger.same_action_no_delta[actionDigest] ?? 0;
+      const ceiling = this.#ledger.limits.same_action_no_delta_limit;
+      if (used >= ceiling) {
+        return {
+          admitted: false,
+          active: true,
+          limit: "same_action_no_delta_limit",
+          reason: "loop_detected",
+          used,
+          ceiling,
+        };
+      }
+    }
+    return { admitted: true, active: wall.active, limit: "wall_time_s" };
+  }
+
+  /** Record that a Guardian was asked about `actionDigest` now: its decision deadline starts. */
+  askGuardian(actionDigest: string): BudgetCheck {
+    const limit = "guardian_timeout_s";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    this.#ledger.guardian_pending = { action_digest: digestOf(actionDigest), asked_at: iso(this.#clock.now()) };
+    this.#touch();
+    return { admitted: true, active: true, limit };
+  }
+
+  /** Whether the pending Guardian question is past its deadline (`asked_at` + `guardian_timeout_s`). */
+  checkGuardianDeadline(): BudgetCheck {
+    const limit = "guardian_timeout_s";
+    const pending = this.#ledger.guardian_pending;
+    if (!this.isActive(limit) || pending === null) return { admitted: true, active: this.isActive(limit), limit };
+    const elapsed = (this.#clock.now() - Date.parse(pending.asked_at)) / 1000;
+    const ceiling = this.#ledger.limits.guardian_timeout_s;
+    return elapsed >= ceiling
+      ? { admitted: false, active: true, limit, reason: "guardian_timeout", used: elapsed, ceiling }
+      : { admitted: true, active: true, limit };
+  }
+
+  // ------------------------------------------------------------ loops and circuits
+
+  #open(circuit: "no_progress" | "guardian_denial"): void {
+    this.#ledger.circuits[circuit] = "open";
+  }
+
+  /**
+   * Record one executed action and whether it made a durable delta. Without one, that action
+   * digest's count grows and at `same_action_no_delta_limit` the no-progress circuit opens; a
+   * durable delta resets that digest's count.
+   */
+  recordAction(actionDigest: string, outcome: { readonly durableDelta: boolean }): BudgetCheck {
+    const limit = "same_action_no_delta_limit";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const key = digestOf(actionDigest);
+    const counts = this.#ledger.same_action_no_delta;
+    if (outcome.durableDelta) delete counts[key];
+    else counts[key] = (counts[key] ?? 0) + 1;
+    this.#touch();
+    const used = counts[key] ?? 0;
+    const ceiling = this.#ledger.limits[limit];
+    if (used >= ceiling) {
+      this.#open("no_progress");
+      return { admitted: false, active: true, limit, reason: "loop_detected", used, ceiling };
+    }
+    return { admitted: true, active: true, limit };
+  }
+
+  /** Record one Agent turn: progress (an Artifact, Plan or Evidence change) resets the count. */
+  recordTurn(outcome: { readonly progress: boolean }): BudgetCheck {
+    const limit = "no_progress_turn_limit";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    this.#ledger.consumed.no_progress_turns = outcome.progress ? 0 : this.#ledger.consumed.no_progress_turns + 1;
+    this.#touch();
+    const used = this.#ledger.consumed.no_progress_turns;
+    const ceiling = this.#ledger.limits[limit];
+    if (used >= ceiling) {
+      this.#open("no_progress");
+      return { admitted: false, active: true, limit, reason: "loop_detected", used, ceiling };
+    }
+    return { admitted: true, active: true, limit };
+  }
+
+  /**
+   * Record the fingerprints of one review round's unresolved findings. A fingerprint seen in an
+   * earlier round counts one repeat; at `repeated_finding_limit` repeats of any fingerprint the
+   * no-progress circuit opens.
+   */
+  recordFindings(fingerprints: ReadonlyArray<string>): BudgetCheck {
+    const limit = "repeated_finding_limit";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const counts = this.#ledger.repeated_findings;
+    let worst = 0;
+    for (const fp of new Set(fingerprints.map(digestOf))) {
+      counts[fp] = fp in counts ? (counts[fp] ?? 0) + 1 : 0;
+      worst = Math.max(worst, counts[fp] ?? 0);
+    }
+    this.#touch();
+    const ceiling = this.#ledger.limits[limit];
+    if (worst >= ceiling) {
+      this.#open("no_progress");
+      return { admitted: false, active: true, limit, reason: "loop_detected", used: worst, ceiling };
+    }
+    return { admitted: true, active: true, limit };
+  }
+
+  /**
+   * Record a Guardian decision on the pending question. A decision after its deadline is not a
+   * decision: it fails closed (`guardian_timeout`) and is not counted. Otherwise it enters the
+   * rolling window of the last 50 decisions; an allow resets the consecutive-denial count. Either
+   * threshold opens the durable denial circuit, which stays open.
+   */
+  recordGuardianDecision(decision: "allow" | "deny"): BudgetCheck {
+    const limit = "guardian_consecutive_denial_limit";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const deadline = this.checkGuardianDeadline();
+    this.#ledger.guardian_pending = null;
+    this.#touch();
+    if (!deadline.admitted) return deadline;
+    const window = this.#ledger.guardian_window;
+    window.push(decision);
+    if (window.length > GUARDIAN_WINDOW_SIZE) window.splice(0, window.length - GUARDIAN_WINDOW_SIZE);
+    this.#ledger.consumed.guardian_consecutive_denials =
+      decision === "allow" ? 0 : this.#ledger.consumed.guardian_consecutive_denials + 1;
+    const consecutive = this.#ledger.consumed.guardian_consecutive_denials;
+    const denials = window.filter((d) => d === "deny").length;
+    const limits = this.#ledger.limits;
+    if (consecutive >= limits.guardian_consecutive_denial_limit) this.#open("guardian_denial");
+    if (denials >= limits.guardian_window_denial_limit) this.#open("guardian_denial");
+    if (this.#ledger.circuits.guardian_denial === "open") {
+      const byWindow = denials >= limits.guardian_window_denial_limit;
+      return byWindow
+        ? {
+            admitted: false,
+            active: true,
+            limit: "guardian_window_denial_limit",
+            reason: "guardian_denial_circuit",
+            used: denials,
+            ceiling: limits.guardian_window_denial_limit,
+          }
+        : {
+            admitted: false,
+            active: true,
+            limit,
+            reason: "guardian_denial_circuit",
+            used: consecutive,
+            ceiling: limits.guardian_consecutive_denial_limit,
+          };
+    }
+    return { admitted: true, active: true, limit };
+  }
+
+  // ------------------------------------------------------------ persistence
+
+  #touch(): void {
+    this.#ledger.updated_at = iso(this.#clock.now());
+  }
+
+  /** The ledger to persist with the run (a deep copy, valid against `BudgetLedgerSchema`). */
+  toJSON(): BudgetLedger {
+    return structuredCloneJson(this.#ledger);
+  }
+}
+
+function digestOf(value: string): string {
+  if (typeof value !== "string" || !/^sha256:[0-9a-f]{64}$/.test(value)) {
+    throw rolloutError("ASP_ROLLOUT_INVALID_OPTION", "fingerprints and action digests are sha256:<64 hex>", {
+      key: "digest",
+      source: "options",
+    });
+  }
+  return value;
+}
+
+function structuredCloneJson<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/**
+ * Create the meter of a new run: every counter at zero, circuits closed, the wall-time deadline
+ * starting now.
  *
  * @example
  * ```ts
- * const meter = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags: createStageFlags(["stage5_auto_repair"]) });
- * meter.admit("max_repair_rounds"); // { admitted: true, active: true, consumed: 1, ceiling: 2, ... }
- * meter.admit("guardian_timeout_s", 30); // { admitted: true, active: false }: stage 7 is off
+ * const meter = createBudgetMeter({ run, budgets: DEFAULT_BUDGETS, flags, clock: { now: Date.now } });
+ * meter.admitRepairRound(); // { admitted: true, active: true, limit: "max_repair_rounds" } with stage 5 on
+ * store.put(meter.toJSON()); // ... later: BudgetMeter.fromLedger(stored, { flags, clock })
  * ```
+ * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a bad run identity or `initialTurnTokens`.
  */
 export function createBudgetMeter(options: BudgetMeterOptions): BudgetMeter {
-  return new BudgetMeter(options);
+  const run = checkRunIdentity(options.run);
+  const tokens = options.initialTurnTokens;
+  if (tokens !== undefined && (!Number.isSafeInteger(tokens) || tokens < 0)) badAmount("initialTurnTokens");
+  const now = iso(options.clock.now());
+  const ledger: BudgetLedger = {
+    run,
+    limits: { ...options.budgets },
+    started_at: now,
+    initial_turn_tokens: tokens ?? null,
+    scope: { candidate_id: null, repair_round: 0 },
+    consumed: Object.fromEntries(BUDGET_COUNTERS.map((c) => [c, 0])) as BudgetCounters,
+    repeated_findings: {},
+    same_action_no_delta: {},
+    guardian_pending: null,
+    guardian_window: [],
+    circuits: { no_progress: "closed", guardian_denial: "closed" },
+    updated_at: now,
+  };
+  return new BudgetMeter(ledger, options.flags, options.clock);
 }
 
 /** Internal helper: label an env-sourced budget layer. */

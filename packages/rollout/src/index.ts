@@ -14,17 +14,20 @@
  */
 
 export type {
-  Admission,
+  BudgetCheck,
   BudgetMeterOptions,
   BudgetOverrides,
+  BudgetRefusal,
   BudgetSet,
   BudgetSpec,
-  ConsumableBudget,
+  Clock,
   ResolvedBudgets,
+  RestoreMeterOptions,
 } from "./budgets.js";
 export {
   BUDGET_TABLE,
   BudgetMeter,
+  COUNTER_LIMITS,
   createBudgetMeter,
   DEFAULT_BUDGETS,
   defaultBudgets,
@@ -61,11 +64,12 @@ export {
 } from "./persist.js";
 export type {
   ConfigurationReport,
+  RepairAdmission,
   ReportedValue,
   ResolveConfigurationInputs,
   ResolvedConfiguration,
 } from "./resolve.js";
-export { configurationReport, isResolvedConfiguration, resolveConfiguration } from "./resolve.js";
+export { configurationReport, isResolvedConfiguration, repairAdmission, resolveConfiguration } from "./resolve.js";
 export type {
   AutoModeSelection,
   LegacyReviewAuto,
@@ -78,6 +82,7 @@ export type {
 export {
   BUILT_IN_SELECTION,
   legacyReviewAutoKey,
+  normalizePreset,
   normalizeSelection,
   resolveSelection,
 } from "./selection.js";

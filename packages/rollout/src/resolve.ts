@@ -44,6 +44,25 @@ export interface ResolveConfigurationInputs {
 
 const BRAND = "@asp/RolloutConfiguration";
 
+/**
+ * What Auto Repair (Stage 5) does under a configuration (ADR 0006):
+ *
+ * - `off`: Stage 5 is off, or result review is not `auto_fix`; findings never start a repair.
+ * - `safe_rollback_unavailable`: Stage 5 is on with `auto_fix` but Stage 9 (safe repair
+ *   checkpoint) is off. Repair never starts without a committed safe checkpoint, and nothing
+ *   commits one, so a run whose review finds issues ends `safe_rollback_unavailable` before any
+ *   Repair starts. Stage 9 is not switched on implicitly.
+ * - `checkpointed`: Stage 5 and Stage 9 are on with `auto_fix`; Repair starts only from a committed
+ *   checkpoint within a bounded mutation set.
+ */
+export type RepairAdmission = "off" | "safe_rollback_unavailable" | "checkpointed";
+
+/** The {@link RepairAdmission} of these flags and this selection (pure). */
+export function repairAdmission(flags: StageFlags, selection: ResolvedSelection["selection"]): RepairAdmission {
+  if (!flags.isEnabled("stage5_auto_repair") || selection.result_review_mode !== "auto_fix") return "off";
+  return flags.isEnabled("stage9_safe_repair_checkpoint") ? "checkpointed" : "safe_rollback_unavailable";
+}
+
 /** The resolved rollout configuration: flags, selection and budgets, each value with its source. */
 export interface ResolvedConfiguration {
   readonly $$type: typeof BRAND;
@@ -51,6 +70,8 @@ export interface ResolvedConfiguration {
   readonly flags: StageFlags;
   readonly selection: ResolvedSelection;
   readonly budgets: ResolvedBudgets;
+  /** What Auto Repair does under these flags and this selection ({@link repairAdmission}). */
+  readonly repair: RepairAdmission;
 }
 
 /** True for a {@link ResolvedConfiguration}, including one from another copy of this package. */
@@ -115,7 +136,8 @@ export function resolveConfiguration(inputs: ResolveConfigurationInputs = {}): R
     ...(inputs.legacyReviewAuto === undefined ? {} : { legacyReviewAuto: inputs.legacyReviewAuto }),
   });
 
-  return Object.freeze({ $$type: BRAND, version: 1, flags, selection, budgets });
+  const repair = repairAdmission(flags, selection.selection);
+  return Object.freeze({ $$type: BRAND, version: 1, flags, selection, budgets, repair });
 }
 
 /** One value and its source, as `asp config show` prints it. */
@@ -126,6 +148,8 @@ export interface ReportedValue<T> {
 
 /** What `asp config show --json` prints: every flag, the selection and every budget, with sources. */
 export interface ConfigurationReport {
+  /** What Auto Repair does under this configuration (ADR 0006). */
+  readonly repair: RepairAdmission;
   readonly stages: Readonly<
     Record<StageFlag, { readonly enabled: boolean; readonly env: string; readonly source: ValueSource }>
   >;
@@ -162,6 +186,7 @@ export function configurationReport(config: ResolvedConfiguration): Configuratio
     source: config.selection.sources[key],
   });
   return {
+    repair: config.repair,
     stages: Object.fromEntries(
       STAGE_FLAGS.map((flag) => {
         const state = config.flags.describe(flag);

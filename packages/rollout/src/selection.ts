@@ -1,4 +1,11 @@
-import type { ApprovalsReviewer, AutoModePreset, AutoRun, ResultReviewMode, SelectionSource } from "@asp/contracts";
+import type {
+  ApprovalsReviewer,
+  AutoModePreset,
+  AutoRun,
+  ResultReviewMode,
+  SelectionSource,
+  StoredAutoModePreset,
+} from "@asp/contracts";
 import { type ConfigScope, hasExplicitSelection, type ParsedAutoModeConfig, type SelectionKey } from "./config.js";
 import { rolloutError } from "./errors.js";
 import { parseBoolean } from "./parse.js";
@@ -9,7 +16,7 @@ export type AutoModeSelection = AutoRun["selection"];
 
 /** The built-in selection: preset off, result review off, user approval. */
 export const BUILT_IN_SELECTION: Readonly<{
-  preset: AutoModePreset;
+  preset: StoredAutoModePreset;
   result_review_mode: ResultReviewMode;
   approvals_reviewer: ApprovalsReviewer;
 }> = Object.freeze({ preset: "off", result_review_mode: "off", approvals_reviewer: "user" });
@@ -65,7 +72,15 @@ export interface Stated {
 }
 
 /**
- * Apply the preset rule to one source's stated values. Preset `on`/`autonomous` forces
+ * The preset as a run stores it: `autonomous` is the same preset as `on` ("Product modes":
+ * "off, on/autonomous"), so it is stored as `on`. Pure.
+ */
+export function normalizePreset(preset: AutoModePreset): StoredAutoModePreset {
+  return preset === "off" ? "off" : "on";
+}
+
+/**
+ * Apply the preset rule to one source's stated values. Preset `on`/`autonomous` (stored as `on`) forces
  * `auto_fix` + `auto_review`; a contradictory explicit sub-mode is overridden and reported. Preset
  * `off` (or none) leaves the sub-modes independent; unstated values take the built-in values.
  * Pure.
@@ -78,12 +93,12 @@ export interface Stated {
  * ```
  */
 export function normalizeSelection(stated: Stated): {
-  preset: AutoModePreset;
+  preset: StoredAutoModePreset;
   result_review_mode: ResultReviewMode;
   approvals_reviewer: ApprovalsReviewer;
   normalizations: Normalization[];
 } {
-  const preset = stated.preset ?? BUILT_IN_SELECTION.preset;
+  const preset = normalizePreset(stated.preset ?? BUILT_IN_SELECTION.preset);
   if (preset === "off") {
     return {
       preset,

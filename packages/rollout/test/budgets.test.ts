@@ -1,8 +1,11 @@
 import { BUDGET_LIMITS, type BudgetLimit, STAGE_FLAGS, validate } from "@asp/contracts";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   BUDGET_TABLE,
-  type ConsumableBudget,
+  BudgetMeter,
+  type Clock,
+  COUNTER_LIMITS,
   createBudgetMeter,
   createStageFlags,
   DEFAULT_BUDGETS,
@@ -227,94 +230,317 @@ describe("tightenBudgets", () => {
   });
 });
 
-describe("BudgetMeter", () => {
-  const CONSUMABLE = BUDGET_LIMITS.filter((l): l is ConsumableBudget => l !== "guardian_window_size");
+const RUN = { root_frame_id: "frame-1", branch_id: "main", turn_id: "turn-1", execution_id: "exec-1" };
+const T0 = Date.parse("2026-12-01T10:00:00.000Z");
+const D = (n: number): string => `sha256:${n.toString(16).padStart(64, "0")}`;
 
-  describe("when every owning stage is off", () => {
+/** A clock the test moves by hand (no wall time in tests). */
+function manualClock(start = T0): Clock & { advance(seconds: number): void } {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (seconds) => {
+      now += seconds * 1000;
+    },
+  };
+}
+
+function meterWith(stages: Parameters<typeof createStageFlags>[0], budgets = DEFAULT_BUDGETS, clock = manualClock()) {
+  return {
+    clock,
+    meter: createBudgetMeter({ run: RUN, budgets, flags: createStageFlags(stages), clock, initialTurnTokens: 1000 }),
+  };
+}
+
+describe("BudgetMeter", () => {
+  describe("AM.budgets.4 when every owning stage is off", () => {
     // contract: a component consumes its budget only when that component's rollout stage is enabled.
-    it.each(CONSUMABLE.map((l) => [l]))("AM.budgets.4 %s records nothing and never refuses", (limit) => {
-      const others = STAGE_FLAGS.filter((s) => !BUDGET_TABLE[limit].owners.includes(s));
-      const meter = createBudgetMeter({
-        budgets: DEFAULT_BUDGETS,
-        flags: createStageFlags(others),
-        initialTurnTokens: 100,
-      });
-      for (let i = 0; i < 5; i++) {
-        expect(meter.admit(limit, 1_000_000)).toEqual({ admitted: true, active: false, limit });
+    it("records nothing and never refuses", () => {
+      const { meter, clock } = meterWith([]);
+      const before = meter.toJSON();
+      clock.advance(10_000);
+      for (let i = 0; i < 20; i++) {
+        for (const check of [
+          meter.admitReviewAttempt("c"),
+          meter.admitRepairRound(),
+          meter.admitRepairTurn(),
+          meter.admitCells(100),
+          meter.admitTokens(1_000_000),
+          meter.checkWallTime(),
+          meter.admitAction(D(1)),
+          meter.recordAction(D(1), { durableDelta: false }),
+          meter.recordTurn({ progress: false }),
+          meter.recordFindings([D(2)]),
+          meter.askGuardian(D(3)),
+          meter.recordGuardianDecision("deny"),
+        ]) {
+          expect(check).toMatchObject({ admitted: true, active: false });
+        }
       }
-      expect(meter.consumed(limit)).toBe(0);
-      expect(meter.exhausted(limit)).toBe(false);
-      expect(meter.snapshot()).toEqual({});
+      expect(meter.toJSON()).toEqual(before);
     });
   });
 
-  describe("when an owning stage is on", () => {
-    it.each(CONSUMABLE.map((l) => [l]))("AM.budgets.5 %s admits up to its ceiling and then refuses", (limit) => {
-      const [owner] = BUDGET_TABLE[limit].owners;
-      if (owner === undefined) throw new Error("no owner");
-      const meter = createBudgetMeter({
-        budgets: DEFAULT_BUDGETS,
-        flags: createStageFlags([owner]),
-        initialTurnTokens: 100,
-      });
-      const ceiling = meter.ceiling(limit);
-      expect(meter.admit(limit, ceiling)).toMatchObject({ admitted: true, active: true, consumed: ceiling, ceiling });
-      expect(meter.exhausted(limit)).toBe(true);
-      expect(meter.admit(limit, 1)).toEqual({
+  describe("AM.budgets.5 when a cumulative budget is active", () => {
+    it.each([
+      ["extra_cells", ["stage5_auto_repair"], (m: BudgetMeter, n: number) => m.admitCells(n), 30],
+      ["extra_tokens", ["stage4_review_completion_gate"], (m: BudgetMeter, n: number) => m.admitTokens(n), 1500],
+    ] as const)("%s admits up to its ceiling and then refuses", (counter, stages, admit, ceiling) => {
+      const { meter } = meterWith([...stages]);
+      expect(meter.ceiling(counter)).toBe(ceiling);
+      expect(admit(meter, ceiling)).toMatchObject({ admitted: true, active: true });
+      expect(admit(meter, 1)).toEqual({
         admitted: false,
         active: true,
-        limit,
-        consumed: ceiling,
-        ceiling,
+        limit: COUNTER_LIMITS[counter],
         reason: "budget_exhausted",
+        used: ceiling,
+        ceiling,
       });
-      expect(meter.consumed(limit)).toBe(ceiling);
+      expect(meter.used(counter)).toBe(ceiling);
     });
 
-    it("counts any one of several owners", () => {
-      const meter = createBudgetMeter({
-        budgets: DEFAULT_BUDGETS,
-        flags: createStageFlags(["stage3_scientific_review_shadow"]),
-      });
-      expect(meter.isActive("max_review_rounds")).toBe(true);
-      expect(meter.isActive("max_repair_rounds")).toBe(false);
-    });
-  });
-
-  describe("when restored from persisted counters", () => {
-    // contract: no limit silently replenishes itself on reopen.
-    it("AM.budgets.6 keeps the consumed count", () => {
+    it("requires initialTurnTokens to admit tokens", () => {
       const flags = createStageFlags(["stage5_auto_repair"]);
-      const first = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags });
-      first.admit("max_repair_rounds");
-      first.admit("max_repair_rounds");
-      const reopened = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags, consumed: first.snapshot() });
-      expect(reopened.admit("max_repair_rounds")).toMatchObject({ admitted: false, reason: "budget_exhausted" });
+      const meter = createBudgetMeter({ run: RUN, budgets: DEFAULT_BUDGETS, flags, clock: manualClock() });
+      expect(() => meter.admitTokens(10)).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
+    });
+
+    it.each([[-1], [Number.NaN], [Infinity], [1.5]])("refuses the amount %d", (amount) => {
+      const { meter } = meterWith(["stage5_auto_repair"]);
+      expect(() => meter.admitCells(amount)).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
     });
   });
 
-  describe("when consuming tokens", () => {
-    it("AM.budgets.1 measures extra tokens against multiplier x initial turn tokens", () => {
-      const meter = createBudgetMeter({
-        budgets: { ...DEFAULT_BUDGETS, extra_token_multiplier: 1.5 },
-        flags: createStageFlags(["stage4_review_completion_gate"]),
-        initialTurnTokens: 1000,
+  describe("AM.budgets.5 when a limit is per candidate or per round", () => {
+    it("Reviewer attempts reset for a new candidate, not for the same one", () => {
+      const { meter } = meterWith(["stage4_review_completion_gate"]);
+      expect(meter.admitReviewAttempt("cand-1").admitted).toBe(true);
+      expect(meter.admitReviewAttempt("cand-1").admitted).toBe(true);
+      expect(meter.admitReviewAttempt("cand-1")).toMatchObject({ admitted: false, limit: "max_review_rounds" });
+      expect(meter.admitReviewAttempt("cand-2").admitted).toBe(true);
+      expect(meter.toJSON().scope.candidate_id).toBe("cand-2");
+    });
+
+    it("Repair turns reset each round; rounds are cumulative (property)", () => {
+      fc.assert(
+        fc.property(
+          fc.array(fc.oneof(fc.constant("round" as const), fc.constant("turn" as const)), { maxLength: 80 }),
+          fc.integer({ min: 1, max: 12 }),
+          fc.integer({ min: 1, max: 2 }),
+          (ops, turns, rounds) => {
+            const budgets = { ...DEFAULT_BUDGETS, repair_turns_per_round: turns, max_repair_rounds: rounds };
+            const { meter } = meterWith(["stage5_auto_repair"], budgets);
+            let round = 0;
+            let inRound = 0;
+            for (const op of ops) {
+              if (op === "round") {
+                const ok = round < rounds;
+                expect(meter.admitRepairRound().admitted).toBe(ok);
+                if (ok) {
+                  round++;
+                  inRound = 0;
+                }
+              } else {
+                const ok = inRound < turns;
+                expect(meter.admitRepairTurn().admitted).toBe(ok);
+                if (ok) inRound++;
+              }
+              expect(meter.used("repair_turns")).toBe(inRound);
+              expect(meter.used("repair_rounds")).toBe(round);
+            }
+          },
+        ),
+      );
+    });
+  });
+
+  describe("AM.budgets.5 when a limit is a deadline", () => {
+    it("wall time compares the clock against started_at + wall_time_s, whatever was consumed", () => {
+      const { meter, clock } = meterWith(["stage4_review_completion_gate"], { ...DEFAULT_BUDGETS, wall_time_s: 600 });
+      expect(meter.checkWallTime()).toMatchObject({ admitted: true, active: true });
+      clock.advance(599);
+      expect(meter.admitAction().admitted).toBe(true);
+      clock.advance(1);
+      expect(meter.checkWallTime()).toMatchObject({
+        admitted: false,
+        reason: "budget_exhausted",
+        limit: "wall_time_s",
+        used: 600,
       });
-      expect(meter.ceiling("extra_token_multiplier")).toBe(1500);
-      expect(meter.admit("extra_token_multiplier", 1500).admitted).toBe(true);
-      expect(meter.admit("extra_token_multiplier", 1).admitted).toBe(false);
+      expect(meter.admitAction(D(1))).toMatchObject({ admitted: false, limit: "wall_time_s" });
     });
 
-    it("requires initialTurnTokens once the budget is active", () => {
-      const meter = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags: createStageFlags(["stage5_auto_repair"]) });
-      expect(() => meter.admit("extra_token_multiplier", 10)).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
+    it("the deadline survives a reopen: restoring never restarts the clock", () => {
+      const { meter, clock } = meterWith(["stage5_auto_repair"]);
+      clock.advance(899);
+      const reopened = BudgetMeter.fromLedger(meter.toJSON(), {
+        flags: createStageFlags(["stage5_auto_repair"]),
+        clock,
+      });
+      clock.advance(1);
+      expect(reopened.checkWallTime()).toMatchObject({ admitted: false, limit: "wall_time_s" });
+    });
+
+    it("a Guardian decision after guardian_timeout_s fails closed and is not counted", () => {
+      const { meter, clock } = meterWith(["stage7_guardian_enforcement"]);
+      meter.askGuardian(D(9));
+      clock.advance(89);
+      expect(meter.checkGuardianDeadline().admitted).toBe(true);
+      clock.advance(1);
+      expect(meter.checkGuardianDeadline()).toMatchObject({ admitted: false, reason: "guardian_timeout" });
+      expect(meter.recordGuardianDecision("allow")).toMatchObject({ admitted: false, reason: "guardian_timeout" });
+      expect(meter.toJSON().guardian_window).toEqual([]);
+      // The next question has its own deadline.
+      meter.askGuardian(D(9));
+      expect(meter.recordGuardianDecision("allow")).toMatchObject({ admitted: true });
     });
   });
 
-  describe("when the amount is invalid", () => {
-    it.each([[-1], [Number.NaN], [Infinity]])("refuses %d", (amount) => {
-      const meter = createBudgetMeter({ budgets: DEFAULT_BUDGETS, flags: createStageFlags([]) });
-      expect(() => meter.admit("max_extra_cells", amount)).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
+  describe("AM.budgets.8 when counting loops", () => {
+    it("repeated findings count per fingerprint: another finding's repeats do not add up", () => {
+      const { meter } = meterWith(["stage8_loop_circuits"]); // repeated_finding_limit 2
+      expect(meter.recordFindings([D(1), D(2)]).admitted).toBe(true); // first sighting of both
+      expect(meter.recordFindings([D(1)]).admitted).toBe(true); // D(1) repeated once
+      expect(meter.recordFindings([D(2)]).admitted).toBe(true); // D(2) repeated once: still 1 each
+      expect(meter.circuit("no_progress")).toBe("closed");
+      expect(meter.recordFindings([D(1)])).toMatchObject({ admitted: false, reason: "loop_detected", used: 2 });
+      expect(meter.circuit("no_progress")).toBe("open");
+    });
+
+    it("same action without a durable delta counts per action digest and resets on a delta", () => {
+      const { meter } = meterWith(["stage8_loop_circuits"]); // same_action_no_delta_limit 3
+      meter.recordAction(D(1), { durableDelta: false });
+      meter.recordAction(D(1), { durableDelta: false });
+      meter.recordAction(D(2), { durableDelta: false });
+      meter.recordAction(D(2), { durableDelta: false });
+      meter.recordAction(D(1), { durableDelta: true }); // a delta resets D(1)
+      meter.recordAction(D(1), { durableDelta: false });
+      meter.recordAction(D(1), { durableDelta: false });
+      expect(meter.circuit("no_progress")).toBe("closed");
+      expect(meter.admitAction(D(2)).admitted).toBe(true);
+      expect(meter.recordAction(D(2), { durableDelta: false })).toMatchObject({
+        admitted: false,
+        reason: "loop_detected",
+      });
+      expect(meter.admitAction(D(3))).toMatchObject({ admitted: false, reason: "loop_detected" });
+    });
+
+    it("turns without progress reset on progress (property)", () => {
+      fc.assert(
+        fc.property(fc.array(fc.boolean(), { maxLength: 60 }), (progress) => {
+          const { meter } = meterWith(["stage8_loop_circuits"]);
+          let run = 0;
+          let opened = false;
+          for (const p of progress) {
+            run = p ? 0 : run + 1;
+            if (run >= 5) opened = true;
+            const check = meter.recordTurn({ progress: p });
+            expect(check.admitted).toBe(run < 5);
+            expect(meter.used("no_progress_turns")).toBe(run);
+            // The circuit, once open, stays open even after progress.
+            expect(meter.circuit("no_progress")).toBe(opened ? "open" : "closed");
+          }
+        }),
+      );
+    });
+  });
+
+  describe("AM.budgets.9 when the Guardian decides", () => {
+    it("AM.budgets.3 consecutive denials reset on an allow; denials count over the last 50 decisions (property)", () => {
+      fc.assert(
+        fc.property(fc.array(fc.constantFrom("allow" as const, "deny" as const), { maxLength: 200 }), (decisions) => {
+          const { meter } = meterWith(["stage7_guardian_enforcement"]);
+          const history: string[] = [];
+          let consecutive = 0;
+          let opened = false;
+          for (const d of decisions) {
+            history.push(d);
+            consecutive = d === "allow" ? 0 : consecutive + 1;
+            const inWindow = history.slice(-50).filter((x) => x === "deny").length;
+            if (consecutive >= 3 || inWindow >= 10) opened = true;
+            meter.askGuardian(D(7));
+            expect(meter.recordGuardianDecision(d).admitted).toBe(!opened);
+            expect(meter.used("guardian_consecutive_denials")).toBe(consecutive);
+            expect(meter.toJSON().guardian_window).toEqual(history.slice(-50));
+            expect(meter.circuit("guardian_denial")).toBe(opened ? "open" : "closed");
+          }
+        }),
+      );
+    });
+
+    it("ten denials spread over the window open the circuit; the same denials spread wider do not", () => {
+      const spread = (gap: number) => {
+        const { meter } = meterWith(["stage7_guardian_enforcement"]);
+        let last = meter.recordGuardianDecision("allow");
+        for (let i = 0; i < 10; i++) {
+          last = meter.recordGuardianDecision("deny");
+          for (let j = 0; j < gap; j++) meter.recordGuardianDecision("allow");
+        }
+        return { last, circuit: meter.circuit("guardian_denial") };
+      };
+      expect(spread(4)).toMatchObject({ circuit: "open", last: { limit: "guardian_window_denial_limit" } });
+      expect(spread(5).circuit).toBe("closed"); // 10 denials over 60 decisions: at most 9 in any 50
+    });
+  });
+
+  describe("AM.budgets.6 when persisted and reopened", () => {
+    it("the ledger uses the schema's counter names and round-trips exactly (property)", () => {
+      const op = fc.oneof(
+        fc.constant((m: BudgetMeter) => m.admitReviewAttempt("cand-1")),
+        fc.constant((m: BudgetMeter) => m.admitReviewAttempt("cand-2")),
+        fc.constant((m: BudgetMeter) => m.admitRepairRound()),
+        fc.constant((m: BudgetMeter) => m.admitRepairTurn()),
+        fc.integer({ min: 0, max: 10 }).map((n) => (m: BudgetMeter) => m.admitCells(n)),
+        fc.integer({ min: 0, max: 500 }).map((n) => (m: BudgetMeter) => m.admitTokens(n)),
+        fc.boolean().map((p) => (m: BudgetMeter) => m.recordTurn({ progress: p })),
+        fc.integer({ min: 1, max: 3 }).map((n) => (m: BudgetMeter) => m.recordFindings([D(n)])),
+        fc.tuple(fc.integer({ min: 1, max: 3 }), fc.boolean()).map(
+          ([n, delta]) =>
+            (m: BudgetMeter) =>
+              m.recordAction(D(n), { durableDelta: delta }),
+        ),
+        fc.constantFrom("allow" as const, "deny" as const).map((d) => (m: BudgetMeter) => m.recordGuardianDecision(d)),
+        fc.constant((m: BudgetMeter) => m.askGuardian(D(5))),
+      );
+      const flags = createStageFlags(STAGE_FLAGS);
+      fc.assert(
+        fc.property(fc.array(op, { maxLength: 60 }), fc.array(op, { maxLength: 20 }), (before, after) => {
+          const clock = manualClock();
+          const a = createBudgetMeter({ run: RUN, budgets: DEFAULT_BUDGETS, flags, clock, initialTurnTokens: 1000 });
+          for (const f of before) f(a);
+          const ledger = a.toJSON();
+          expect(validate("budget-ledger", ledger).ok).toBe(true);
+          const b = BudgetMeter.fromLedger(JSON.parse(JSON.stringify(ledger)), { flags, clock });
+          expect(b.toJSON()).toEqual(ledger);
+          // The reopened meter behaves exactly as the original would have.
+          for (const f of after) expect(f(b)).toEqual(f(a));
+          expect(b.toJSON()).toEqual(a.toJSON());
+        }),
+        { numRuns: 60 },
+      );
+    });
+
+    it("no limit replenishes on reopen", () => {
+      const flags = createStageFlags(["stage5_auto_repair"]);
+      const { meter, clock } = meterWith(["stage5_auto_repair"]);
+      meter.admitRepairRound();
+      meter.admitRepairRound();
+      const reopened = BudgetMeter.fromLedger(meter.toJSON(), { flags, clock });
+      expect(reopened.admitRepairRound()).toMatchObject({ admitted: false, reason: "budget_exhausted" });
+    });
+
+    it("a ledger that does not validate is refused, never guessed", () => {
+      const { meter, clock } = meterWith(["stage5_auto_repair"]);
+      const ledger = meter.toJSON() as unknown as Record<string, Record<string, unknown>>;
+      const bad = { ...ledger, consumed: { ...ledger.consumed, repair_rounds: -1 } };
+      expect(() => BudgetMeter.fromLedger(bad, { flags: createStageFlags([]), clock })).toThrowWithCode(
+        "ASP_ROLLOUT_CORRUPT_RECORD",
+      );
+      const renamed = { ...ledger, consumed: { ...ledger.consumed, review_rounds: 0 } };
+      expect(() => BudgetMeter.fromLedger(renamed, { flags: createStageFlags([]), clock })).toThrowWithCode(
+        "ASP_ROLLOUT_CORRUPT_RECORD",
+      );
     });
   });
 });

@@ -115,3 +115,33 @@ describe("formatSource", () => {
     expect(formatSource(source)).toBe(text);
   });
 });
+
+describe("AM.stage5.1 AM.invariants.9 repair admission (ADR 0006)", () => {
+  const env = (stages: string[]) => Object.fromEntries(stages.map((s) => [s, "1"]));
+  const S5 = "OPENAI4S_STAGE5_AUTO_REPAIR";
+  const S9 = "OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT";
+
+  it.each([
+    [[], "on", "off"],
+    [[S9], "on", "off"],
+    [[S5], "off", "off"], // preset off, review off: auto_fix not selected
+    [[S5], "on", "safe_rollback_unavailable"],
+    [[S5, S9], "on", "checkpointed"],
+  ] as const)("flags %j, preset %s: repair is %s", (stages, preset, repair) => {
+    const config = resolveConfiguration({ env: env([...stages]), frame: { preset } });
+    expect(config.repair).toBe(repair);
+    expect(configurationReport(config).repair).toBe(repair);
+  });
+
+  it("stage 5 on with stage 9 off never turns stage 9 on, and Repair never starts without a checkpoint", () => {
+    const config = resolveConfiguration({ env: env([S5]), frame: { preset: "on" } });
+    expect(config.flags.isEnabled("stage9_safe_repair_checkpoint")).toBe(false);
+    expect(config.selection.selection.result_review_mode).toBe("auto_fix");
+    expect(config.repair).toBe("safe_rollback_unavailable");
+  });
+
+  it("review_only never repairs, whatever the flags", () => {
+    const config = resolveConfiguration({ env: env([S5, S9]), frame: { result_review_mode: "review_only" } });
+    expect(config.repair).toBe("off");
+  });
+});

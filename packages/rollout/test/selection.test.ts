@@ -193,7 +193,8 @@ describe("resolveSelection", () => {
     it("AM.select.1 applies the frame again after a fresh continuation", () => {
       const frameOn = parseAutoModeConfig({ preset: "autonomous" }, "frame");
       const r = resolveSelection({ session: { imported: true, freshContinuation: true }, frame: frameOn });
-      expect(r.selection).toMatchObject({ source: "frame", preset: "autonomous", result_review_mode: "auto_fix" });
+      // AM.modes.2: autonomous is the same preset as on, and is stored normalized to on.
+      expect(r.selection).toMatchObject({ source: "frame", preset: "on", result_review_mode: "auto_fix" });
     });
   });
 
@@ -238,7 +239,8 @@ describe("AM.modes.2 normalizeSelection", () => {
       });
       return;
     }
-    expect(n.preset).toBe(preset);
+    // autonomous is stored as on (the contract's "on/autonomous" is one preset).
+    expect(n.preset).toBe(preset === "autonomous" ? "on" : preset);
     expect(n.result_review_mode).toBe("auto_fix");
     expect(n.approvals_reviewer).toBe("auto_review");
     const reported = [

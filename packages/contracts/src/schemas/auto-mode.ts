@@ -4,21 +4,29 @@ import {
   ATTEMPT_OUTCOMES,
   AUTO_MODE_PRESETS,
   AUTO_RUN_STATES,
-  AUTO_RUN_TERMINAL_STATES,
+  type AutoRunTerminalState,
+  BUDGET_COUNTERS,
   BUDGET_LIMITS,
+  type BudgetCounter,
+  type BudgetLimit,
+  EVIDENCE_REF_KINDS,
   FINDING_SEVERITIES,
   FINDING_STATUSES,
+  type FindingSeverity,
   GUARDIAN_DECISIONS,
+  INDEPENDENCE_POLICIES,
   REPAIR_OUTCOMES,
   RESULT_REVIEW_MODES,
   REVIEW_VERDICTS,
+  REVIEWER_SELECTIONS,
   RISK_LEVELS,
   SELECTION_SOURCES,
   STAGE_FLAGS,
-  STOP_REASONS,
+  STORED_AUTO_MODE_PRESETS,
   SUBJECT_ENTITY_KINDS,
   SUBJECT_KINDS,
   TERMINAL_REASONS,
+  type TerminalReason,
   UNAVAILABLE_REASONS,
 } from "../vocabularies.js";
 import { Brand, Closed, Digest, Id, Json, RelPath, StringEnum, Timestamp, when } from "./common.js";
@@ -27,16 +35,18 @@ import { Brand, Closed, Digest, Id, Json, RelPath, StringEnum, Timestamp, when }
 export const RunIdentity = Type.Object({ root_frame_id: Id, branch_id: Id, turn_id: Id, execution_id: Id }, Closed);
 export type RunIdentity = Static<typeof RunIdentity>;
 
-const Actor = Type.Object(
-  { actor_id: Id, session_id: Id, fingerprint: Type.String({ minLength: 1, maxLength: 256 }) },
-  Closed,
-);
+const Fingerprint = Type.String({ minLength: 1, maxLength: 256 });
+const Actor = Type.Object({ actor_id: Id, session_id: Id, fingerprint: Fingerprint }, Closed);
 const BudgetNumber = Type.Number({ exclusiveMinimum: 0 });
 const Count = Type.Integer({ minimum: 0 });
-const BudgetSet = Type.Object(Object.fromEntries(BUDGET_LIMITS.map((b) => [b, BudgetNumber])), Closed);
+const BudgetSet = Type.Object(
+  Object.fromEntries(BUDGET_LIMITS.map((b) => [b, BudgetNumber])) as Record<BudgetLimit, typeof BudgetNumber>,
+  Closed,
+);
 const Selection = Type.Object(
   {
-    preset: StringEnum(AUTO_MODE_PRESETS),
+    // A run stores `autonomous` normalized to `on` ("Product modes": on/autonomous is one preset).
+    preset: StringEnum(STORED_AUTO_MODE_PRESETS),
     result_review_mode: StringEnum(RESULT_REVIEW_MODES),
     approvals_reviewer: StringEnum(APPROVALS_REVIEWERS),
     source: StringEnum(SELECTION_SOURCES),
@@ -63,7 +73,16 @@ export const AutoModeConfigSchema = Type.Object(
 );
 export type AutoModeConfig = Static<typeof AutoModeConfigSchema>;
 
-/** One Auto Run: identity, frozen selection and budgets, current state. */
+/**
+ * The Reviewer independence an Auto Run freezes when it starts: the fingerprint rule and the
+ * producer's fingerprint it is judged against. A later configuration change cannot move either.
+ */
+const Independence = Type.Object(
+  { policy: StringEnum(INDEPENDENCE_POLICIES), producer_fingerprint: Fingerprint },
+  Closed,
+);
+
+/** One Auto Run: identity, frozen selection, budgets and independence policy, current state. */
 export const AutoRunSchema = Type.Object(
   {
     $$type: Brand("AutoRun"),
@@ -71,6 +90,7 @@ export const AutoRunSchema = Type.Object(
     run: RunIdentity,
     selection: Selection,
     budgets: BudgetSet,
+    independence: Independence,
     state: Type.Union([StringEnum(AUTO_RUN_STATES), Type.Null()], { description: "null before the first candidate" }),
     terminal_reason: Type.Union([StringEnum(TERMINAL_REASONS), Type.Null()]),
     candidate_id: Type.Union([Id, Type.Null()]),
@@ -100,38 +120,52 @@ export const CandidateSchema = Type.Object(
 );
 export type Candidate = Static<typeof CandidateSchema>;
 
-/** The immutable Evidence Snapshot a candidate is reviewed against. */
+/**
+ * The immutable Evidence Snapshot a candidate is reviewed against: one shape, `@asp/evidence`'s
+ * frozen snapshot (`digest` over the refs sorted by name and the labels; every ref resolved when
+ * it was frozen) bound to its run and candidate. `toEvidenceSnapshot` in `@asp/evidence` adapts a
+ * frozen snapshot to it. A snapshot that could not be frozen completely is not a snapshot (that is
+ * the safety boundary), so `complete` is always true.
+ */
 export const EvidenceSnapshotSchema = Type.Object(
   {
-    snapshot_id: Id,
     digest: Digest,
     run: RunIdentity,
     candidate_id: Id,
-    complete: Type.Boolean(),
-    tree: Digest,
-    refs: Type.Array(Type.Object({ ref_id: Id, kind: Id, digest: Digest }, Closed)),
+    complete: Type.Literal(true),
+    refs: Type.Array(
+      Type.Object(
+        { name: Type.String({ minLength: 1, maxLength: 256 }), kind: StringEnum(EVIDENCE_REF_KINDS), digest: Digest },
+        Closed,
+      ),
+      { maxItems: 10_000 },
+    ),
+    labels: Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 4_096 }), Closed),
     created_at: Timestamp,
   },
   Closed,
 );
 export type EvidenceSnapshot = Static<typeof EvidenceSnapshotSchema>;
 
-/** One review run with its bounded attempts (at most one transient retry). */
+/**
+ * One review run: how its Reviewer was selected, then its bounded attempts (at most one transient
+ * retry). It binds the exact candidate payload and snapshot digests. A run whose selection found no
+ * Reviewer satisfying the frozen independence policy (`reviewer_independence_unavailable`) has no
+ * Reviewer, no attempt, no verdict and no finding: no inference call was admitted.
+ */
 export const ReviewRunSchema = Type.Object(
   {
     review_run_id: Id,
     run: RunIdentity,
     candidate_id: Id,
+    candidate_payload_digest: Digest,
     snapshot_digest: Digest,
-    reviewer: Type.Object(
-      {
-        actor_id: Id,
-        session_id: Id,
-        fingerprint: Type.String({ minLength: 1, maxLength: 256 }),
-        model: Type.Optional(Id),
-      },
-      Closed,
-    ),
+    selection: StringEnum(REVIEWER_SELECTIONS),
+    selected_at: Timestamp,
+    reviewer: Type.Union([
+      Type.Object({ actor_id: Id, session_id: Id, fingerprint: Fingerprint, model: Type.Optional(Id) }, Closed),
+      Type.Null(),
+    ]),
     attempts: Type.Array(
       Type.Object(
         {
@@ -151,9 +185,34 @@ export const ReviewRunSchema = Type.Object(
     audit_request_digest: Digest,
     assessment_digest: Type.Union([Digest, Type.Null()]),
   },
-  Closed,
+  {
+    ...Closed,
+    allOf: [
+      when({ properties: { selection: { const: "selected" } } }, { properties: { reviewer: { type: "object" } } }),
+      when(
+        { properties: { selection: { const: "reviewer_independence_unavailable" } } },
+        {
+          properties: {
+            reviewer: { type: "null" },
+            attempts: { type: "array", maxItems: 0 },
+            verdict: { type: "null" },
+            finding_ids: { type: "array", maxItems: 0 },
+            assessment_digest: { type: "null" },
+          },
+        },
+      ),
+    ],
+  },
 );
 export type ReviewRun = Static<typeof ReviewRunSchema>;
+
+/** The severities that make a finding material: an open one blocks Verified. */
+export const MATERIAL_SEVERITIES = ["critical", "major"] as const satisfies ReadonlyArray<FindingSeverity>;
+
+/** Whether a finding of this severity is material (critical and major are; minor and info are not). */
+export function isMaterialSeverity(severity: FindingSeverity): boolean {
+  return (MATERIAL_SEVERITIES as ReadonlyArray<string>).includes(severity);
+}
 
 /** A review finding: fingerprint is content only; finding_id is unique per review run. */
 export const FindingSchema = Type.Object(
@@ -163,12 +222,25 @@ export const FindingSchema = Type.Object(
     fingerprint: Digest,
     severity: StringEnum(FINDING_SEVERITIES),
     material: Type.Boolean(),
-    category: Id,
+    category: Type.String({ minLength: 1, maxLength: 128, pattern: "^[a-z][a-z0-9_.-]*$" }),
     claim: Type.String({ minLength: 1, maxLength: 10_000 }),
     evidence_refs: Type.Array(Id),
     status: StringEnum(FINDING_STATUSES),
   },
-  Closed,
+  {
+    ...Closed,
+    // `material` follows from severity: critical and major are material, minor and info are not.
+    allOf: [
+      when(
+        { properties: { severity: { enum: [...MATERIAL_SEVERITIES] } } },
+        { properties: { material: { const: true } } },
+      ),
+      when(
+        { properties: { severity: { not: { enum: [...MATERIAL_SEVERITIES] } } } },
+        { properties: { material: { const: false } } },
+      ),
+    ],
+  },
 );
 export type Finding = Static<typeof FindingSchema>;
 
@@ -234,70 +306,212 @@ export const GuardianAssessmentSchema = Type.Object(
 );
 export type GuardianAssessment = Static<typeof GuardianAssessmentSchema>;
 
-/** Budget ledger of a run: frozen limits, consumed counters, circuits. */
+/** The ledger's counters ({@link BUDGET_COUNTERS}): one set of names for the meter and the ledger. */
+export const BudgetCounters = Type.Object(
+  Object.fromEntries(BUDGET_COUNTERS.map((c) => [c, Count])) as Record<BudgetCounter, typeof Count>,
+  Closed,
+);
+export type BudgetCounters = Static<typeof BudgetCounters>;
+
+// Counts per finding fingerprint / per action digest (the repeated-finding and same-action limits).
+const CountsByDigest = Type.Record(Type.String({ pattern: "^sha256:[0-9a-f]{64}$" }), Count, {
+  ...Closed,
+  maxProperties: 10_000,
+});
+const Circuit = StringEnum(["closed", "open"]);
+
+/**
+ * Budget ledger of a run, persisted with it so no limit replenishes itself on reopen: the frozen
+ * limits; the wall-time origin and the pending Guardian question (deadlines, compared against a
+ * clock); the counters and what the per-candidate / per-round ones belong to; the per-fingerprint
+ * and per-action-digest counts; the last 50 Guardian decisions; the durable circuits.
+ */
 export const BudgetLedgerSchema = Type.Object(
   {
     run: RunIdentity,
     limits: BudgetSet,
-    consumed: Type.Object(
-      {
-        review_rounds: Count,
-        repair_rounds: Count,
-        repair_turns: Count,
-        extra_cells: Count,
-        wall_time_s: Type.Number({ minimum: 0 }),
-        extra_tokens: Count,
-        repeated_findings: Count,
-        same_action_no_delta: Count,
-        no_progress_turns: Count,
-        guardian_consecutive_denials: Count,
-      },
-      Closed,
-    ),
+    started_at: Timestamp,
+    initial_turn_tokens: Type.Union([Count, Type.Null()]),
+    /** The candidate `review_attempts` counts for, and the repair round `repair_turns` counts in. */
+    scope: Type.Object({ candidate_id: Type.Union([Id, Type.Null()]), repair_round: Count }, Closed),
+    consumed: BudgetCounters,
+    repeated_findings: CountsByDigest,
+    same_action_no_delta: CountsByDigest,
+    guardian_pending: Type.Union([Type.Object({ action_digest: Digest, asked_at: Timestamp }, Closed), Type.Null()]),
     guardian_window: Type.Array(StringEnum(GUARDIAN_DECISIONS), { maxItems: 50 }),
-    circuits: Type.Object(
-      { no_progress: StringEnum(["closed", "open"]), guardian_denial: StringEnum(["closed", "open"]) },
-      Closed,
-    ),
+    circuits: Type.Object({ no_progress: Circuit, guardian_denial: Circuit }, Closed),
     updated_at: Timestamp,
   },
   Closed,
 );
 export type BudgetLedger = Static<typeof BudgetLedgerSchema>;
 
-/** The committed terminal fact of a run: a five-state terminal, or a non-Guardian terminal reason. */
-export const TerminalRecordSchema = Type.Object(
-  {
-    run: RunIdentity,
-    state: Type.Union([StringEnum(AUTO_RUN_TERMINAL_STATES), Type.Null()]),
-    terminal_reason: Type.Union([StringEnum(TERMINAL_REASONS), Type.Null()]),
-    stop_reason: Type.Union([StringEnum(STOP_REASONS), Type.Null()]),
-    unavailable_reason: Type.Union([StringEnum(UNAVAILABLE_REASONS), Type.Null()]),
-    candidate_id: Type.Union([Id, Type.Null()]),
-    counters: Type.Record(Type.String({ pattern: "^[a-z_]+$" }), Type.Number({ minimum: 0 })),
-    user_truth: Type.String({ minLength: 1, maxLength: 200 }),
-    event_id: Id,
-    committed_at: Timestamp,
-  },
-  {
-    ...Closed,
-    allOf: [
-      // Exactly one of state / terminal_reason.
-      {
-        oneOf: [
-          { properties: { state: { type: "string" }, terminal_reason: { type: "null" } } },
-          { properties: { state: { type: "null" }, terminal_reason: { type: "string" } } },
-        ],
-      },
-      when(
-        { properties: { state: { const: "review_unavailable" } } },
-        { properties: { unavailable_reason: { type: "string" } } },
-      ),
-      when({ properties: { state: { const: "verified" } } }, { properties: { candidate_id: { type: "string" } } }),
-    ],
-  },
-);
+// ------------------------------------------------------------------ terminal records
+
+/**
+ * Each terminal's exact user-truth label (the contract's "User truth" lines and its table of
+ * terminal reasons; `user_cancelled` and `agent_failed` per ADR 0005). `completed_with_issues`
+ * names N, the number of unresolved findings: see {@link terminalUserTruth}.
+ */
+export const TERMINAL_USER_TRUTH = Object.freeze({
+  verified: "Verified",
+  completed_with_issues: "Completed · unverified · N unresolved issues",
+  review_unavailable: "Unavailable · not verified",
+  blocked_by_guardian: "Blocked · Guardian",
+  policy_requires_explicit_setup: "Blocked · Policy requires explicit setup",
+  budget_exhausted: "Paused · Budget exhausted",
+  safe_rollback_unavailable: "Blocked · Safe rollback unavailable",
+  outcome_unknown: "Needs review · Outcome unknown",
+  loop_detected: "Paused/Blocked · Loop detected",
+  safety_boundary: "Failed · Safety boundary",
+  user_cancelled: "Stopped · Cancelled by user",
+  agent_failed: "Failed · Agent error",
+} as const satisfies Record<AutoRunTerminalState | TerminalReason, string>);
+
+/** The user truth of the non-terminal `candidate` phase. */
+export const CANDIDATE_USER_TRUTH = "Candidate · provisional / not verified";
+
+/**
+ * The exact user-truth label of a terminal record (pure).
+ *
+ * @example
+ * ```ts
+ * terminalUserTruth({ state: "completed_with_issues", terminal_reason: null, unresolved_finding_ids: ["f-1", "f-2"] });
+ * // "Completed · unverified · 2 unresolved issues"
+ * ```
+ */
+export function terminalUserTruth(
+  record: Pick<TerminalRecord, "state" | "terminal_reason" | "unresolved_finding_ids">,
+): string {
+  if (record.state === "completed_with_issues") {
+    return `Completed · unverified · ${record.unresolved_finding_ids.length} unresolved issues`;
+  }
+  const key = record.state ?? record.terminal_reason;
+  return TERMINAL_USER_TRUTH[key as keyof typeof TERMINAL_USER_TRUTH];
+}
+
+const Null = Type.Null();
+const MaybeId = Type.Union([Id, Null]);
+const FindingIds = (options: { minItems?: number; maxItems?: number } = {}) =>
+  Type.Array(Id, { uniqueItems: true, ...options });
+
+// The fields every terminal record has; each variant pins what its state requires and forbids.
+function terminal<P extends TProperties>(props: P) {
+  return Type.Object(
+    {
+      run: RunIdentity,
+      counters: BudgetCounters,
+      event_id: Id,
+      committed_at: Timestamp,
+      ...props,
+    },
+    Closed,
+  );
+}
+
+function reasonRecord<R extends TerminalReason>(reason: R) {
+  return terminal({
+    state: Null,
+    terminal_reason: Type.Literal(reason),
+    stop_reason: Null,
+    unavailable_reason: Null,
+    candidate_id: MaybeId,
+    unresolved_finding_ids: FindingIds(),
+    exhausted_limit: reason === "budget_exhausted" ? StringEnum(BUDGET_LIMITS) : Null,
+    guardian_record_id: Null,
+    user_truth: Type.Literal(TERMINAL_USER_TRUTH[reason]),
+  });
+}
+
+/**
+ * The committed terminal fact of a run: one of the four five-state terminals, or a terminal
+ * reason outside them. Each variant states its required and forbidden fields and its exact
+ * user-truth label, so a combination the contract forbids does not validate:
+ *
+ * - `verified`: the candidate; no stop, unavailable or terminal reason; no unresolved finding.
+ * - `completed_with_issues`: the preserved best candidate, a stop reason (`review_only`,
+ *   `budget_exhausted` naming the exhausted limit, or `loop_detected`) and at least one unresolved
+ *   finding; its label names their number (checked by {@link checkTerminalRecord}).
+ * - `review_unavailable`: the candidate and an unavailable reason, nothing else.
+ * - `blocked_by_guardian`: the durable Guardian assessment or failure record; stop reason only
+ *   `loop_detected`.
+ * - a terminal reason: no state, stop or unavailable reason; `budget_exhausted` names its limit.
+ */
+export const TerminalRecordSchema = Type.Union([
+  terminal({
+    state: Type.Literal("verified"),
+    terminal_reason: Null,
+    stop_reason: Null,
+    unavailable_reason: Null,
+    candidate_id: Id,
+    unresolved_finding_ids: FindingIds({ maxItems: 0 }),
+    exhausted_limit: Null,
+    guardian_record_id: Null,
+    user_truth: Type.Literal(TERMINAL_USER_TRUTH.verified),
+  }),
+  terminal({
+    state: Type.Literal("completed_with_issues"),
+    terminal_reason: Null,
+    stop_reason: Type.Union([Type.Literal("review_only"), Type.Literal("loop_detected")]),
+    unavailable_reason: Null,
+    candidate_id: Id,
+    unresolved_finding_ids: FindingIds({ minItems: 1 }),
+    exhausted_limit: Null,
+    guardian_record_id: Null,
+    user_truth: Type.String({ pattern: "^Completed · unverified · [1-9][0-9]* unresolved issues$" }),
+  }),
+  terminal({
+    state: Type.Literal("completed_with_issues"),
+    terminal_reason: Null,
+    stop_reason: Type.Literal("budget_exhausted"),
+    unavailable_reason: Null,
+    candidate_id: Id,
+    unresolved_finding_ids: FindingIds({ minItems: 1 }),
+    exhausted_limit: StringEnum(BUDGET_LIMITS),
+    guardian_record_id: Null,
+    user_truth: Type.String({ pattern: "^Completed · unverified · [1-9][0-9]* unresolved issues$" }),
+  }),
+  terminal({
+    state: Type.Literal("review_unavailable"),
+    terminal_reason: Null,
+    stop_reason: Null,
+    unavailable_reason: StringEnum(UNAVAILABLE_REASONS),
+    candidate_id: Id,
+    unresolved_finding_ids: FindingIds({ maxItems: 0 }),
+    exhausted_limit: Null,
+    guardian_record_id: Null,
+    user_truth: Type.Literal(TERMINAL_USER_TRUTH.review_unavailable),
+  }),
+  terminal({
+    state: Type.Literal("blocked_by_guardian"),
+    terminal_reason: Null,
+    stop_reason: Type.Union([Type.Literal("loop_detected"), Null]),
+    unavailable_reason: Null,
+    candidate_id: MaybeId,
+    unresolved_finding_ids: FindingIds({ maxItems: 0 }),
+    exhausted_limit: Null,
+    guardian_record_id: Id,
+    user_truth: Type.Literal(TERMINAL_USER_TRUTH.blocked_by_guardian),
+  }),
+  ...TERMINAL_REASONS.map(reasonRecord),
+]);
 export type TerminalRecord = Static<typeof TerminalRecordSchema>;
+
+/** A problem {@link checkTerminalRecord} found beyond the schema. */
+export interface TerminalRecordProblem {
+  readonly expected: string;
+  readonly actual: string;
+}
+
+/**
+ * The one cross-field rule of a schema-valid terminal record that JSON Schema cannot state: its
+ * `user_truth` is exactly {@link terminalUserTruth} (for `completed_with_issues`, N is the number of
+ * unresolved findings). Returns the problem, or null. Pure.
+ */
+export function checkTerminalRecord(record: TerminalRecord): TerminalRecordProblem | null {
+  const expected = terminalUserTruth(record);
+  return record.user_truth === expected ? null : { expected, actual: record.user_truth };
+}
 
 // ------------------------------------------------------------------ the seven events
 

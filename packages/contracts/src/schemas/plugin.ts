@@ -17,6 +17,12 @@ const ReviewResponse = Type.Object(
       Type.Object(
         {
           severity: StringEnum(FINDING_SEVERITIES),
+          category: Type.String({ minLength: 1, maxLength: 128, pattern: "^[a-z][a-z0-9_.-]*$" }),
+          claim: Type.String({ minLength: 1, maxLength: 10_000 }),
+          evidence_refs: Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+            maxItems: 1_000,
+            uniqueItems: true,
+          }),
           title: Type.String({ minLength: 1, maxLength: 1_000 }),
           detail: Type.Optional(Text(10_000)),
           path: Type.Optional(Text(4_096)),
