@@ -1,6 +1,18 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { ROOT, workspacePackages } from "./workspace.js";
 
@@ -39,26 +51,78 @@ async function sh(cmd: string, args: readonly string[], cwd: string): Promise<st
   return stdout;
 }
 
+/** What goes into the tarballs, as a key: each package's manifest and the size and mtime of every shipped file. */
+function buildKey(): string {
+  const hash = createHash("sha256");
+  const walk = (path: string): void => {
+    if (!existsSync(path)) return;
+    const st = statSync(path);
+    if (!st.isDirectory()) {
+      hash.update(`${path}\0${st.size}\0${st.mtimeMs}\n`);
+      return;
+    }
+    for (const name of readdirSync(path).sort()) walk(join(path, name));
+  };
+  for (const p of PUBLIC_PACKAGES) {
+    const dir = join(ROOT, p.dir);
+    hash.update(readFileSync(join(dir, "package.json")));
+    for (const f of ["README.md", "API.md", "LICENSE"]) walk(join(dir, f));
+    walk(join(dir, "dist"));
+  }
+  return hash.digest("hex").slice(0, 16);
+}
+
+async function packInto(dir: string, log: (m: string) => void): Promise<PackedPackage[]> {
+  log(`packing ${PUBLIC_PACKAGES.length} packages into ${dir}`);
+  const packed: PackedPackage[] = [];
+  for (const p of PUBLIC_PACKAGES) {
+    const info = JSON.parse(await sh("pnpm", ["pack", "--json", "--pack-destination", dir], join(ROOT, p.dir))) as {
+      filename: string;
+    };
+    const tarball = info.filename;
+    const list = (await sh("tar", ["-tzf", tarball], dir)).split("\n").filter(Boolean);
+    const manifest = JSON.parse(await sh("tar", ["-xOzf", tarball, "package/package.json"], dir));
+    packed.push({ dir: p.dir, name: p.name, tarball, files: list.map((f) => f.replace(/^package\//, "")), manifest });
+  }
+  return packed;
+}
+
 /**
- * Pack every public package (built by `pnpm test`'s build step) with `pnpm pack` into `dest`,
- * as a release would (`workspace:*` rewritten). Throws when a package is not built.
+ * Pack every public package (built by `pnpm test`'s build step) with `pnpm pack`, as a release
+ * would (`workspace:*` rewritten), and put the tarballs in `dest`. Packing is done once per build:
+ * the tarballs are kept in the system temp folder under a key of what goes into them (manifests,
+ * sizes and mtimes of the shipped files), so the install test and the guides pack once between
+ * them. Throws when a package is not built.
  */
 export async function packPublicPackages(dest: string, log: (m: string) => void = () => {}): Promise<PackedPackage[]> {
   for (const p of PUBLIC_PACKAGES) {
     if (!existsSync(join(ROOT, p.dir, "dist/index.js")))
       throw new Error(`${p.dir} is not built: run \`pnpm build\` first (pnpm test builds before vitest runs)`);
   }
-  mkdirSync(dest, { recursive: true });
-  log(`packing ${PUBLIC_PACKAGES.length} packages into ${dest}`);
-  const packed: PackedPackage[] = [];
-  for (const p of PUBLIC_PACKAGES) {
-    const info = JSON.parse(await sh("pnpm", ["pack", "--json", "--pack-destination", dest], join(ROOT, p.dir))) as {
-      filename: string;
-    };
-    const tarball = info.filename;
-    const list = (await sh("tar", ["-tzf", tarball], dest)).split("\n").filter(Boolean);
-    const manifest = JSON.parse(await sh("tar", ["-xOzf", tarball, "package/package.json"], dest));
-    packed.push({ dir: p.dir, name: p.name, tarball, files: list.map((f) => f.replace(/^package\//, "")), manifest });
+  const cache = join(tmpdir(), `asp-packs-${buildKey()}`);
+  const index = join(cache, "packed.json");
+  if (!existsSync(index)) {
+    const staging = `${cache}.${process.pid}.${Date.now()}`;
+    mkdirSync(staging, { recursive: true });
+    const packed = await packInto(staging, log);
+    writeFileSync(
+      join(staging, "packed.json"),
+      JSON.stringify(packed.map((p) => ({ ...p, tarball: basename(p.tarball) }))),
+    );
+    try {
+      renameSync(staging, cache);
+    } catch {
+      // Another test file packed the same build first: use its tarballs.
+      rmSync(staging, { recursive: true, force: true });
+    }
+  } else {
+    log(`reusing the tarballs packed for this build in ${cache}`);
   }
-  return packed;
+  mkdirSync(dest, { recursive: true });
+  const cached = JSON.parse(readFileSync(index, "utf8")) as PackedPackage[];
+  return cached.map((p) => {
+    const tarball = join(dest, p.tarball);
+    copyFileSync(join(cache, p.tarball), tarball);
+    return { ...p, tarball };
+  });
 }
