@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { validate } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import { FACT_KINDS } from "@asp/ths";
@@ -14,6 +14,50 @@ function repoWith(files: Record<string, string>): string {
   for (const [p, t] of Object.entries(files)) writeFileSync(join(dir, p), t);
   return dir;
 }
+
+describe("asp gate with installed dependencies (host §9)", () => {
+  /** A project whose dependencies are installed (node_modules ignored, as usual). */
+  function project(): string {
+    const dir = mkdtempSync(join(tmpdir(), "asp-cli-deps-"));
+    const files: Record<string, string> = {
+      "package.json": '{"name":"app"}',
+      ".gitignore": "node_modules/\n",
+      "src/a.ts": "export const a = 1;\n",
+      "node_modules/x/package.json": '{"name":"x"}',
+      "node_modules/x/index.d.ts": "export declare const x: number;\n",
+    };
+    for (const [p, t] of Object.entries(files)) {
+      mkdirSync(dirname(join(dir, p)), { recursive: true });
+      writeFileSync(join(dir, p), t);
+    }
+    return dir;
+  }
+
+  it("H5.1 prints one environment line, --json carries it, and the provider read node_modules through the host", async () => {
+    const { dir, config } = hostConfig([manifest("fake-env-reader", "ts")]);
+    const repo = project();
+    const human = await runInProcess(["gate", "--config", config, "--repo", repo], { cwd: dir });
+    expect(human.code).toBe(EXIT.allow);
+    const line = human.stdout.split("\n").filter((l) => l.startsWith("environment: "));
+    expect(line).toHaveLength(1);
+    expect(line[0]).toMatch(/^environment: sha256:[0-9a-f]{12} \(1 roots, 2 files\)$/);
+    const json = await runInProcess(["gate", "--json", "--config", config, "--repo", repo], { cwd: dir });
+    const envelope = JSON.parse(json.stdout);
+    expect(validate("verdict", envelope).ok).toBe(true);
+    expect(envelope.environment).toMatchObject({ roots: ["node_modules"], files: 2 });
+    expect(line[0]).toContain(envelope.environment.tree.slice(0, 19));
+  });
+
+  it("environment: false in the host configuration sends none (no line, no field)", async () => {
+    const { dir, config } = hostConfig([manifest("fake-env-reader", "ts")]);
+    writeFileSync(config, JSON.stringify({ ...JSON.parse(readFileSync(config, "utf8")), environment: false }));
+    const repo = project();
+    const r = await runInProcess(["gate", "--json", "--config", config, "--repo", repo], { cwd: dir });
+    const envelope = JSON.parse(r.stdout);
+    expect(envelope.environment).toBeUndefined();
+    expect(r.code).not.toBe(EXIT.allow); // the reader needs an environment
+  });
+});
 
 describe("asp gate / check / sweep", () => {
   describe("the example repository (no providers installed yet)", () => {

@@ -39,8 +39,10 @@ export interface EnvironmentSnapshot {
  * Snapshot a repository's dependency roots (such as `node_modules`) into one environment tree laid
  * out at repository paths (host §5, §9). Each root is snapshotted whole, read-only and without
  * `.gitignore` rules (dependencies are usually ignored, that is why they are here); links are kept
- * as links, never followed. A root that is missing, a link or not a folder is left out; returns
- * null when no root exists.
+ * as links, never followed. A root that is missing, not a folder, a link, or reached through a
+ * link (any folder above it inside the repository is one) is left out, so a candidate cannot
+ * graft a folder from outside the repository into the environment; returns null when no root
+ * exists.
  *
  * @throws EvidenceError `ASP_EVIDENCE_BAD_PATH` when a root is not a normalized relative path or
  *   two roots nest; `ASP_EVIDENCE_IO` when a root cannot be read.
@@ -74,13 +76,7 @@ export async function snapshotEnvironment(
   let hashed = 0;
   let stored = 0;
   for (const root of wanted) {
-    let isDir = false;
-    try {
-      isDir = lstatSync(join(base, root)).isDirectory();
-    } catch {
-      isDir = false;
-    }
-    if (!isDir) continue;
+    if (!realFolder(base, root)) continue;
     const cacheName = createHash("sha256").update(root).digest("hex").slice(0, 32);
     const snap = await snapshotWorktree(join(base, root), {
       excludes: options.excludes ?? [".cache/"],
@@ -125,4 +121,21 @@ export async function snapshotEnvironment(
   };
   const tree = await write(top);
   return { tree, roots: present.map((p) => p.path), files, hashed, stored };
+}
+
+/**
+ * True when `root` and every folder above it, up to the repository, is a real folder (lstat,
+ * never followed): a link anywhere on the way could point outside the repository.
+ */
+function realFolder(base: string, root: string): boolean {
+  let at = base;
+  for (const part of root.split("/")) {
+    at = join(at, part);
+    try {
+      if (!lstatSync(at).isDirectory()) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }

@@ -12,6 +12,7 @@ const KNOWN: Record<keyof ComposeHostOptions, true> = {
   plugins: true,
   providers: true,
   excludes: true,
+  environment: true,
   timings: true,
   clock: true,
   env: true,

@@ -19,6 +19,7 @@ import {
 import { budgetsOf, DEFAULT_TIMINGS, type SupervisorTimings } from "./budgets.js";
 import { assertComposeHostOptions } from "./compose-options.js";
 import { type DependencyContainer, container as rootContainer } from "./di.js";
+import { checkEnvironmentSetting, type EnvironmentSetting } from "./environment.js";
 import { ThsError } from "./errors.js";
 import { FreshnessAuthority } from "./freshness.js";
 import { Host } from "./host.js";
@@ -55,6 +56,12 @@ export interface ComposeHostOptions {
   readonly providers?: readonly ProviderManifest[];
   /** Extra snapshot excludes (gitignore syntax). */
   readonly excludes?: readonly string[];
+  /**
+   * The dependency environment (host §9): which dependency roots every evaluation snapshots
+   * read-only next to the baseline and serves to providers (default `{ roots: "auto" }`:
+   * each `node_modules` beside a `package.json` of the baseline); `false` for none.
+   */
+  readonly environment?: EnvironmentSetting;
   /** Supervision timings (initialize timeout, shutdown timeout, restart backoff). */
   readonly timings?: Partial<SupervisorTimings>;
   /** Clock for timestamps (tests pass a fake one). */
@@ -96,7 +103,8 @@ const stderrSink: FailOpenSink = {
  * Options are checked first: an option it does not know is refused (`ASP_THS_BAD_OPTIONS`, naming
  * the closest known one), never ignored, like an unknown key in the host configuration file.
  *
- * @throws ThsError `ASP_THS_BAD_OPTIONS`, `ASP_THS_BAD_POLICY`, `ASP_THS_BAD_MANIFEST`; EvidenceError
+ * @throws ThsError `ASP_THS_BAD_OPTIONS`, `ASP_THS_BAD_CONFIG` (a bad `environment`), `ASP_THS_BAD_POLICY`,
+ *   `ASP_THS_BAD_MANIFEST`; EvidenceError
  *   when the store cannot be opened.
  * @example
  * ```ts
@@ -107,6 +115,7 @@ const stderrSink: FailOpenSink = {
  */
 export async function composeHost(options: ComposeHostOptions): Promise<ComposedHost> {
   assertComposeHostOptions(options);
+  const environment = checkEnvironmentSetting(options.environment, "composeHost options");
   const policy = loadPolicy(options.policy);
   const ids = new Set<string>();
   const providers: TrustedProvider[] = [];
@@ -201,6 +210,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
     useValue: { next: (kind: string) => `${kind === "decision" ? "dec" : "rcpt"}-${randomUUID()}` },
   });
   c.register(THS_TOKENS.SnapshotExcludes, { useValue: options.excludes ?? [] });
+  c.register(THS_TOKENS.Environment, { useValue: { setting: environment } });
   c.register(THS_TOKENS.StatCacheDir, {
     // Beside the level database, never inside it: the database folder holds only level's files.
     useValue: { dir: store.location === "memory:" ? null : `${store.location}.stat-cache` },

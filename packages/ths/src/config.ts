@@ -7,6 +7,7 @@ import {
   type ValidationError,
   validate,
 } from "@asp/contracts";
+import { checkEnvironmentSetting, type EnvironmentSetting } from "./environment.js";
 import { ThsError } from "./errors.js";
 
 /**
@@ -39,6 +40,11 @@ export interface HostConfig {
    * candidate against the trusted policy when a change edits it (host §7). Never trusted itself.
    */
   readonly candidatePolicy: string | null;
+  /**
+   * The dependency environment (host §9): roots snapshotted read-only next to every baseline and
+   * served to providers, never part of the change. Default `{ roots: "auto" }`; `false`: none.
+   */
+  readonly environment: EnvironmentSetting;
 }
 
 /**
@@ -101,6 +107,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     excludes: [...(obj.excludes ?? [])],
     // A path inside the candidate repository: the schema keeps it relative, normalized, never escaping.
     candidatePolicy: obj.candidatePolicy ?? null,
+    environment: checkEnvironmentSetting(obj.environment, path),
   };
 }
 

@@ -10,15 +10,18 @@ import {
   type Digest,
   diffTrees,
   digest,
+  type EnvironmentSnapshot,
   type FactLog,
   isDigest,
   type ObjectStore,
   type StatCache,
+  snapshotEnvironment,
   snapshotGitRevision,
   snapshotWorktree,
   TOKENS,
 } from "@asp/evidence";
 import { inject, injectable } from "./di.js";
+import { type EnvironmentSetting, environmentExcludes, insideEnvironment, packageRoots } from "./environment.js";
 import { THS_TOKENS } from "./tokens.js";
 
 /** What the host binds one evaluation to (host §5). */
@@ -29,6 +32,11 @@ export interface Binding {
   readonly changeset: Changeset | null;
   /** Where the base came from: a git revision, the trusted base, or the empty tree (`none`: whole tree). */
   readonly baseFrom: "git" | "trusted" | "empty" | "none" | "hypothetical";
+  /**
+   * The dependency environment snapshotted next to the baseline (host §5, §9), or null when the
+   * host declares none or no declared root exists. Requests carry it; answers must echo its tree.
+   */
+  readonly environment: EnvironmentSnapshot | null;
 }
 
 /** Options of {@link FreshnessAuthority.issue}. */
@@ -80,7 +88,13 @@ export class FreshnessAuthority {
     @inject(THS_TOKENS.StoreId) private readonly storeId: string,
     @inject(THS_TOKENS.SnapshotExcludes) private readonly excludes: readonly string[],
     @inject(THS_TOKENS.StatCacheDir) private readonly statCacheDir: { readonly dir: string | null },
+    @inject(THS_TOKENS.Environment) private readonly environmentSetting: { readonly setting: EnvironmentSetting },
   ) {}
+
+  /** Every exclude of a snapshot: the store folder, the host's, the environment's roots, then `extra`. */
+  private excludesWith(extra: readonly string[] = []): string[] {
+    return [".asp/", ...this.excludes, ...environmentExcludes(this.environmentSetting.setting), ...extra];
+  }
 
   /** The stat cache of `repo` (one file per repository under the store), or undefined for a memory store. */
   private statCache(repo: string): StatCache | undefined {
@@ -89,7 +103,7 @@ export class FreshnessAuthority {
     const id = repoIdentity(repo);
     let cache = this.caches.get(id);
     if (cache === undefined) {
-      const name = digest({ repo: id, excludes: [...this.excludes] }).slice("sha256:".length, "sha256:".length + 32);
+      const name = digest({ repo: id, excludes: this.excludesWith() }).slice("sha256:".length, "sha256:".length + 32);
       mkdirSync(dir, { recursive: true });
       cache = createStatCache(join(dir, name));
       this.caches.set(id, cache);
@@ -97,12 +111,15 @@ export class FreshnessAuthority {
     return cache;
   }
 
-  /** Snapshot the worktree of `repo` into the store and return its tree id. */
+  /**
+   * Snapshot the worktree of `repo` into the store and return its tree id. The environment's
+   * roots are never in it (host §9: dependencies are evidence, never part of the change).
+   */
   async snapshot(repo: string, extraExcludes: readonly string[] = []): Promise<Digest> {
     const cache = this.statCache(repo);
     const { tree } = await snapshotWorktree(repo, {
       store: { id: this.storeId, objects: this.objects },
-      excludes: [".asp/", ...this.excludes, ...extraExcludes],
+      excludes: this.excludesWith(extraExcludes),
       ...(cache === undefined ? {} : { statCache: cache }),
     });
     return tree;
@@ -115,11 +132,12 @@ export class FreshnessAuthority {
    */
   async issue(repo: string, options: IssueOptions = {}): Promise<Binding> {
     const baseline = await this.snapshot(repo, options.excludes);
-    if (options.wholeTree === true) return { baseline, changeset: null, baseFrom: "none" };
+    const environment = await this.environment(repo, baseline);
+    if (options.wholeTree === true) return { baseline, changeset: null, baseFrom: "none", environment };
     let base: Digest;
     let baseFrom: Binding["baseFrom"];
     if (options.base !== undefined) {
-      const excludes = [".asp/", ...this.excludes, ...(options.excludes ?? [])];
+      const excludes = this.excludesWith(options.excludes);
       const target = { id: this.storeId, objects: this.objects };
       base = (await snapshotGitRevision(repo, options.base, { store: target, excludes })).tree;
       baseFrom = "git";
@@ -134,7 +152,34 @@ export class FreshnessAuthority {
       }
     }
     const changeset = await diffTrees(this.objects, base, baseline);
-    return { baseline, changeset, baseFrom };
+    return { baseline, changeset, baseFrom, environment };
+  }
+
+  /**
+   * Snapshot the dependency environment of `repo` for an evaluation of `baseline` (host §9): the
+   * configured roots, or with `"auto"` the `node_modules` beside each `package.json` of `baseline`,
+   * that exist as real folders. Stat-cached per repository beside the worktree stat caches, so a
+   * re-snapshot hashes only what changed. Null when the host declares none or none exists.
+   * @throws EvidenceError `ASP_EVIDENCE_IO` when a root cannot be read.
+   */
+  async environment(repo: string, baseline: Digest): Promise<EnvironmentSnapshot | null> {
+    const setting = this.environmentSetting.setting;
+    if (setting === false) return null;
+    const roots = setting.roots === "auto" ? await packageRoots(this.objects, baseline) : setting.roots;
+    if (roots.length === 0) return null;
+    const dir = this.statCacheDir.dir;
+    const statCacheDir =
+      dir === null
+        ? undefined
+        : join(
+            dir,
+            `env-${digest({ repo: repoIdentity(repo), excludes: [...(setting.excludes ?? [])] }).slice("sha256:".length, "sha256:".length + 32)}`,
+          );
+    return snapshotEnvironment(repo, roots, {
+      store: { id: this.storeId, objects: this.objects },
+      ...(statCacheDir === undefined ? {} : { statCacheDir }),
+      ...(setting.excludes === undefined ? {} : { excludes: setting.excludes }),
+    });
   }
 
   /**
@@ -154,12 +199,12 @@ export class FreshnessAuthority {
   /**
    * Bind an evaluation to a hypothetical after-tree built in the store (host §6 step 2): the
    * baseline is `after` and the changeset `before -> after`, so the checks see exactly the edit.
-   * Nothing is read from disk.
+   * Only the dependency environment of `repo` is read from disk (it is never part of an edit).
    * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND` when either tree is not in the store.
    */
-  async hypothetical(before: Digest, after: Digest): Promise<Binding> {
+  async hypothetical(before: Digest, after: Digest, repo: string): Promise<Binding> {
     const changeset = await diffTrees(this.objects, before, after);
-    return { baseline: after, changeset, baseFrom: "hypothetical" };
+    return { baseline: after, changeset, baseFrom: "hypothetical", environment: await this.environment(repo, after) };
   }
 
   /**
@@ -170,21 +215,42 @@ export class FreshnessAuthority {
     const now = await this.snapshot(repo, extraExcludes);
     return now === binding.baseline ? null : now;
   }
+
+  /** True when an edit to `path` would write into the dependency environment (read-only, host §9). */
+  insideEnvironment(path: string): boolean {
+    return insideEnvironment(this.environmentSetting.setting, path);
+  }
+
+  /**
+   * Re-snapshot the dependency environment after the providers answered (stat-cached, cheap) and
+   * say whether it still is `binding`'s (THREAT-MODEL invariant 6: dependency content is evidence
+   * too, so a write into `node_modules` mid-evaluation moves it): null when it is, else what it is
+   * now (`"none"` when no root exists any more).
+   */
+  async environmentMoved(repo: string, binding: Binding): Promise<string | null> {
+    const now = await this.environment(repo, binding.baseline);
+    const was = binding.environment?.tree ?? null;
+    const is = now?.tree ?? null;
+    return was === is ? null : (is ?? "none");
+  }
 }
 
 /**
  * Why a provider's `validAsOf` does not bind its answer to this request, or null when it does:
- * it must equal the request's baseline, changeset digest and exactly the set of blobs the
- * provider read through `host/readBlob` (which the host knows).
+ * it must equal the request's baseline, changeset digest and environment tree (absent exactly
+ * when the request carried none), and exactly the set of blobs the provider read through
+ * `host/readBlob` (which the host knows).
  */
 export function freshnessMismatch(
-  expected: { readonly baseline: Digest; readonly changeset: Digest | null },
+  expected: { readonly baseline: Digest; readonly changeset: Digest | null; readonly environment: Digest | null },
   reads: ReadonlySet<string>,
   got: ValidAsOf,
 ): string | null {
   if (got.baseline !== expected.baseline) return `validAsOf.baseline ${got.baseline} is not ${expected.baseline}`;
   if (got.changeset !== expected.changeset)
     return `validAsOf.changeset ${String(got.changeset)} is not ${String(expected.changeset)}`;
+  if ((got.environment ?? null) !== expected.environment)
+    return `validAsOf.environment ${got.environment ?? "(absent)"} is not ${expected.environment ?? "(absent)"}`;
   const claimed = new Set(got.reads);
   const missing = [...reads].filter((d) => !claimed.has(d));
   const extra = [...claimed].filter((d) => !reads.has(d));

@@ -223,7 +223,7 @@ export class Host {
     if (hypo === undefined) await this.applier.recover(repo);
     const binding: Binding =
       hypo !== undefined
-        ? await this.freshness.hypothetical(hypo.before, hypo.after)
+        ? await this.freshness.hypothetical(hypo.before, hypo.after, repo)
         : await this.freshness.issue(repo, {
             ...(options.base === undefined ? {} : { base: options.base }),
             wholeTree: options.wholeTree === true,
@@ -249,7 +249,10 @@ export class Host {
               after: c.after?.digest ?? null,
             })),
           };
-    const roots = cs === null ? [binding.baseline] : [binding.baseline, cs.base];
+    // host §9: the dependency environment is read through the same callbacks, never part of the change.
+    const env = binding.environment;
+    const wireEnvironment = env === null ? undefined : { tree: env.tree, roots: [...env.roots] };
+    const roots = [binding.baseline, ...(cs === null ? [] : [cs.base]), ...(env === null ? [] : [env.tree])];
     const view = new ContentView(this.objects, roots);
 
     // check/assess goes only to providers whose trusted manifest declares `check`; an edit- or
@@ -284,6 +287,7 @@ export class Host {
               baseline: binding.baseline,
               changeset: wireChangeset,
               requirements: grants.map((g) => g.requirement),
+              ...(wireEnvironment === undefined ? {} : { environment: wireEnvironment }),
             },
             view,
             deadlineAt,
@@ -372,13 +376,26 @@ export class Host {
     const tailStarted = performance.now();
     // A hypothetical after-tree lives in the store only: the apply re-checks the worktree itself.
     const movedTo = hypo !== undefined ? null : await this.freshness.moved(repo, binding);
+    // Dependency content is evidence too (host §9): a write into node_modules mid-evaluation (a
+    // provider without a sandbox can) moves the environment the answers were bound to.
+    const envMovedTo = await this.freshness.environmentMoved(repo, binding);
+    const moves = [
+      ...(movedTo === null
+        ? []
+        : [`the worktree changed during evaluation: baseline ${binding.baseline}, now ${movedTo}`]),
+      ...(envMovedTo === null
+        ? []
+        : [
+            `the dependency environment changed during evaluation: ${binding.environment?.tree ?? "none"}, now ${envMovedTo}`,
+          ]),
+    ];
     const worktreeFailures: RequirementFailure[] =
-      movedTo === null
+      moves.length === 0
         ? []
         : required.map((r) => ({
             requirement: r.id,
             failClass: "worktree_changed" as const,
-            detail: `the worktree changed during evaluation: baseline ${binding.baseline}, now ${movedTo}`,
+            detail: moves.join("; "),
           }));
 
     progress({ phase: "deciding" });
@@ -415,6 +432,7 @@ export class Host {
         ],
       },
       receipt: { id: receiptId, location: `asp-store:${this.storeId}/receipts/${receiptId}` },
+      ...(env === null ? {} : { environment: { tree: env.tree, roots: [...env.roots], files: env.files } }),
     };
     const receipt = buildReceipt(envelope, {
       receiptId,

@@ -47,6 +47,8 @@ export type { DogfoodLabel, DogfoodLabels, DogfoodReportOptions } from "./dogfoo
 export { dogfoodReport, parseDogfoodLabels } from "./dogfood.js";
 export type { ServedHost, ServeHostOptions } from "./endpoint.js";
 export { serveHost } from "./endpoint.js";
+export type { EnvironmentConfig, EnvironmentSetting } from "./environment.js";
+export { DEFAULT_ENVIRONMENT } from "./environment.js";
 export type { ApplyRejectionCode, ThsErrorCode } from "./errors.js";
 export { APPLY_REJECTION_CODES, THS_ERROR_CODES, ThsError } from "./errors.js";
 export type { Binding, IssueOptions } from "./freshness.js";

@@ -27,6 +27,8 @@ export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): A
     policyDigest: envelope.policyDigest,
     baseline: envelope.baseline,
     changeset: envelope.changeset,
+    // host §9: the dependency environment the providers were given is part of what was decided on.
+    ...(envelope.environment === undefined ? {} : { environment: envelope.environment.tree }),
     validAsOf: [...parts.validAsOf],
     coverage: envelope.coverage,
     provenance: [...parts.provenance],

@@ -587,7 +587,11 @@ export class ProviderSupervisor {
         scope.outside.length > 0
           ? `read outside the baseline refused: ${scope.outside[0]}`
           : (freshnessMismatch(
-              { baseline: params.baseline as Digest, changeset: (params.changeset?.digest ?? null) as Digest | null },
+              {
+                baseline: params.baseline as Digest,
+                changeset: (params.changeset?.digest ?? null) as Digest | null,
+                environment: (params.environment?.tree ?? null) as Digest | null,
+              },
               scope.reads,
               a.validAsOf,
             ) ?? "");

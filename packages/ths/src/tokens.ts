@@ -3,6 +3,7 @@ import type { Sandbox } from "@asp/plugin-host";
 import type { ActivePolicy } from "@asp/policy";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import type { FailOpen } from "./decide.js";
+import type { EnvironmentSetting } from "./environment.js";
 import type { HostInfo, TrustedProvider } from "./supervisor.js";
 
 /** The trusted policy the host decides under (an `@asp/policy` ActivePolicy: document + digest). */
@@ -64,6 +65,8 @@ export const THS_TOKENS = {
   SnapshotExcludes: Symbol.for("asp.ths.SnapshotExcludes") as InjectionToken<readonly string[]>,
   /** Folder of the per-repository stat caches (beside the store), `dir: null` for an in-memory store. */
   StatCacheDir: Symbol.for("asp.ths.StatCacheDir") as InjectionToken<{ readonly dir: string | null }>,
+  /** The dependency environment setting (host §9): roots and excludes, or `false` for none. */
+  Environment: Symbol.for("asp.ths.Environment") as InjectionToken<{ readonly setting: EnvironmentSetting }>,
   /** Verified, granted sandbox plugins (issue 13). */
   Sandboxes: Symbol.for("asp.ths.Sandboxes") as InjectionToken<SandboxSet>,
   /**

@@ -32,6 +32,8 @@ const ROWS: ReadonlyArray<readonly [string, ApplyRejectionCode]> = [
   ["tree-symlink", "ASP_APPLY_PATH_ESCAPE"],
   ["worktree-symlink", "ASP_APPLY_PATH_ESCAPE"],
   ["binary", "ASP_APPLY_BINARY_EDIT"],
+  // host §9: the dependency environment is read-only evidence, never part of a change.
+  ["write-env", "ASP_APPLY_PATH_ESCAPE"],
 ];
 
 describe("plan validation (host §6)", () => {

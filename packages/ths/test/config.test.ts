@@ -19,6 +19,7 @@ describe("host configuration", () => {
       providers: [],
       excludes: [],
       candidatePolicy: null,
+      environment: { roots: "auto" },
     });
   });
 

@@ -81,6 +81,7 @@ export async function hostFromConfig(
     plugins: config.plugins,
     providers: config.providers,
     excludes: config.excludes,
+    environment: config.environment,
     env: ctx.io.env,
     failOpenSink: {
       log: (e) =>
@@ -90,6 +91,11 @@ export async function hostFromConfig(
     },
     ...overrides,
   });
+}
+
+/** `sha256:` and the first 12 hex digits: enough to tell two environments apart on a terminal. */
+function shortDigest(digest: string): string {
+  return digest.slice(0, "sha256:".length + 12);
 }
 
 const EXIT_OF = { allow: EXIT.allow, deny: EXIT.deny, indeterminate: EXIT.indeterminate } as const;
@@ -104,6 +110,12 @@ export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): s
     `${t(envelope.decision.toUpperCase())} (${t(envelope.callSite)})  decision ${t(envelope.decisionId)}`,
     `baseline ${t(envelope.baseline)}${envelope.changeset === null ? "" : `  changeset ${t(envelope.changeset)}`}`,
     `policy   ${t(envelope.policyDigest)}`,
+    ...(envelope.environment === undefined
+      ? []
+      : [
+          // host §9: the dependency environment the providers were given (its full id is in the receipt).
+          `environment: ${t(shortDigest(envelope.environment.tree))} (${envelope.environment.roots.length} roots, ${envelope.environment.files} files)`,
+        ]),
     `coverage required [${envelope.coverage.required.map(t).join(", ")}]  ran [${envelope.coverage.ran.map(t).join(", ")}]`,
   ];
   for (const d of envelope.coverage.degraded) {

@@ -225,6 +225,20 @@ export const VerdictSchema = Type.Object(
     authority: Type.Array(AuthorityEvidence),
     assurance: AssuranceBlock,
     receipt: Type.Optional(Type.Object({ id: Id, location: Type.String({ minLength: 1 }) }, Closed)),
+    /**
+     * The dependency environment the providers were given (absent: none): its tree id (also in
+     * the receipt), the roots it holds and how many files and links they hold.
+     */
+    environment: Type.Optional(
+      Type.Object(
+        {
+          tree: Digest,
+          roots: Type.Array(RelPath, { minItems: 1, uniqueItems: true, maxItems: 10_000 }),
+          files: Type.Integer({ minimum: 0 }),
+        },
+        Closed,
+      ),
+    ),
     decidedAt: Timestamp,
   },
   Closed,

@@ -122,6 +122,29 @@ export const HostConfigSchema = Type.Object(
     providers: Type.Optional(Type.Array(ProviderManifestSchema, { maxItems: 1024 })),
     excludes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 4096 })),
     candidatePolicy: Type.Optional(RelPath),
+    /**
+     * The dependency environment (host §5, §9): `false` turns it off; otherwise `roots` are the
+     * repository-relative dependency folders to snapshot read-only (default `"auto"`: each
+     * `node_modules` next to a `package.json` of the baseline) and `excludes` are gitignore
+     * patterns inside each root (default `[".cache/"]`).
+     */
+    environment: Type.Optional(
+      Type.Union([
+        Type.Literal(false),
+        Type.Object(
+          {
+            roots: Type.Optional(
+              Type.Union([
+                Type.Literal("auto"),
+                Type.Array(RelPath, { minItems: 1, uniqueItems: true, maxItems: 10_000 }),
+              ]),
+            ),
+            excludes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 4096 })),
+          },
+          Closed,
+        ),
+      ]),
+    ),
   },
   Closed,
 );

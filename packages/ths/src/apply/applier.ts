@@ -223,9 +223,16 @@ export class Applier {
     intent: EditIntent,
     signal: AbortSignal | undefined,
   ): Promise<{ ok: true; plan: EditPlan } | { ok: false; rejection: ApplyRejection }> {
-    const view = new ContentView(this.deps.objects, [baseline]);
+    // host §9: the provider reads the dependency environment through the same callbacks.
+    const env = await this.deps.freshness.environment(repo, baseline);
+    const view = new ContentView(this.deps.objects, env === null ? [baseline] : [baseline, env.tree]);
     const deadline = performance.now() + this.deps.proposeTimeoutMs;
-    const out = await sup.propose({ baseline, intent }, view, deadline, signal);
+    const out = await sup.propose(
+      { baseline, intent, ...(env === null ? {} : { environment: { tree: env.tree, roots: [...env.roots] } }) },
+      view,
+      deadline,
+      signal,
+    );
     if (out.kind === "failed") {
       return {
         ok: false,
@@ -235,7 +242,15 @@ export class Applier {
     const m = sup.provider.manifest;
     const checked = await validatePlan(
       out.answer,
-      { baseline, provider: { id: m.id, version: m.version }, reads: out.reads, outside: out.outside, root: repo },
+      {
+        baseline,
+        provider: { id: m.id, version: m.version },
+        reads: out.reads,
+        outside: out.outside,
+        root: repo,
+        environment: env?.tree ?? null,
+        insideEnvironment: (path) => this.deps.freshness.insideEnvironment(path),
+      },
       this.deps.objects,
       view,
     );

@@ -25,6 +25,10 @@ export interface PlanRequest {
   readonly outside: readonly string[];
   /** The real worktree: every parent of a touched path is lstat'ed (a symlink there escapes). */
   readonly root: string;
+  /** The dependency environment tree the request carried, or null (host §9). */
+  readonly environment: Digest | null;
+  /** True for a path inside the dependency environment: read-only, never edited (host §9). */
+  readonly insideEnvironment: (path: string) => boolean;
 }
 
 const reject = (code: ApplyRejectionCode, detail: string): { ok: false; rejection: ApplyRejection } => ({
@@ -159,7 +163,8 @@ function screen(answer: unknown): ApplyRejection | null {
  * or why not, with a stable code per rejection class. Checks, in order: smuggled host-owned or
  * guarantee fields, anything executable (shell, script, command array, patch), unsupported
  * operations and escaping paths (before the schema, so each gets its own code), the schema,
- * provider identity, `validAsOf` against the request (baseline, changeset, exact read set),
+ * provider identity, `validAsOf` against the request (baseline, changeset, environment, exact
+ * read set), no touched path inside the dependency environment,
  * one precondition per touched path, preconditions against the baseline (blob present, path
  * holds it), and symbolic links on every touched path in the baseline tree and the real worktree.
  * Text-level problems (a text operation on a binary blob, text not found) are found when the
@@ -200,6 +205,19 @@ export async function validatePlan(
   }
   if (plan.validAsOf.changeset !== null) {
     return reject("ASP_APPLY_STALE", `validAsOf.changeset ${plan.validAsOf.changeset} is not null`);
+  }
+  if ((plan.validAsOf.environment ?? null) !== request.environment) {
+    return reject(
+      "ASP_APPLY_STALE",
+      `validAsOf.environment ${plan.validAsOf.environment ?? "(absent)"} is not ${request.environment ?? "(absent)"}`,
+    );
+  }
+  for (const op of plan.operations) {
+    for (const path of touchedPaths(op)) {
+      if (request.insideEnvironment(path)) {
+        return reject("ASP_APPLY_PATH_ESCAPE", `${path} is inside the dependency environment, which is read-only`);
+      }
+    }
   }
   const claimed = new Set(plan.validAsOf.reads);
   const unclaimed = [...request.reads].filter((d) => !claimed.has(d)).length;
