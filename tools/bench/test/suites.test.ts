@@ -36,7 +36,7 @@ describe("bench suites, smoke size", () => {
     for (const r of rows) expectFigure(r);
     expect(rows[0]?.headline).toBe(true);
     expect(rows[0]?.baselineName).toContain("tsc --noEmit");
-  }, 180_000);
+  }, 300_000);
 
   it("decide: one cell per provider count, each with the host's decision and memory", async () => {
     const rows = await smoke(decideSuite);

@@ -191,20 +191,18 @@ function collector(): () => void {
   return runInNewContext("gc") as () => void;
 }
 
-/** Heap growth (MB) while `op` runs once, its result held: sampled every 5 ms, peak minus start. */
-async function peakHeapMb(gc: () => void, op: () => unknown): Promise<number> {
+/**
+ * Heap in use (MB) right after `op` ran once, minus before it (collected first): what the run
+ * allocated and had not yet been collected. A young-generation collection during the run makes
+ * it a lower bound of the peak, not the peak itself (the ops are synchronous: nothing can sample
+ * the heap while they run).
+ */
+function heapGrowthMb(gc: () => void, op: () => unknown): number {
   gc();
   const start = process.memoryUsage().heapUsed;
-  let peak = start;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().heapUsed);
-  }, 5);
-  // The ops are synchronous: a sample before and after, plus the interval for async ones.
-  const held = await op();
-  peak = Math.max(peak, process.memoryUsage().heapUsed);
-  clearInterval(timer);
-  void held;
-  return Math.round(((peak - start) / 2 ** 20) * 10) / 10;
+  op();
+  const end = process.memoryUsage().heapUsed;
+  return Math.round((Math.max(0, end - start) / 2 ** 20) * 10) / 10;
 }
 
 const suite: Suite = {
@@ -236,8 +234,8 @@ const suite: Suite = {
           warmup: ctx.size === "smoke" ? 0 : 2,
           iterations: ctx.size === "smoke" || total >= 10_000 ? 1 : 5,
         });
-        const subjectHeapMb = await peakHeapMb(gc, () => hostPath(w));
-        const baselineHeapMb = await peakHeapMb(gc, () => rawPath(w));
+        const subjectHeapMb = heapGrowthMb(gc, () => hostPath(w));
+        const baselineHeapMb = heapGrowthMb(gc, () => rawPath(w));
         const cell: Ratio = {
           ...r,
           ...(providers === 50 && total === 100_000 ? { headline: true } : {}),
