@@ -3,6 +3,7 @@ import { runInNewContext } from "node:vm";
 import { type Assessment, type Diagnostic, type Policy, validate, validateAssessment } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
 import { decide, freshnessMismatch, HOST_INFO, loadPolicy, type ProviderEvaluation } from "@asp/ths";
+import { byFingerprint, fingerprint } from "../diagnostics.js";
 import { compare, type Ratio } from "../measure.js";
 import type { Suite } from "../suite.js";
 
@@ -29,19 +30,6 @@ const READS_PER_PROVIDER = 50;
 const hex = (n: number, salt = 0): Digest => `sha256:${(n * 2 + salt).toString(16).padStart(64, "0")}` as Digest;
 const BASELINE = hex(1000);
 const CHANGESET = hex(1001);
-
-/** A 32-hex-digit content-style fingerprint, well spread and not in generation order. */
-function fingerprint(n: number, p: number): string {
-  let x = (n * 2654435761 + p * 40503 + 1) >>> 0;
-  let out = "";
-  for (let i = 0; i < 4; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += (x >>> 0).toString(16).padStart(8, "0");
-  }
-  return out;
-}
 
 interface World {
   readonly policy: ReturnType<typeof loadPolicy>;
@@ -174,9 +162,6 @@ function hostPath(w: World): { decision: string; findings: number; envelopeDiges
   if (!checked.ok) throw new Error(`the host built an invalid envelope: ${JSON.stringify(checked.errors[0])}`);
   return { decision: envelope.decision, findings: envelope.findings.length, envelopeDigest };
 }
-
-const byFingerprint = (a: Diagnostic, b: Diagnostic): number =>
-  a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0;
 
 /** What a raw client does with the same answers: parse each, sort every diagnostic. */
 function rawPath(w: World): number {
