@@ -21,6 +21,10 @@ export interface CompareOptions {
   readonly target?: number;
   /** Runs before each timed call of either side, untimed (e.g. resetting state). */
   readonly before?: () => unknown;
+  /** Mark the result as the suite's headline figure (see {@link Ratio.headline}). */
+  readonly headline?: boolean;
+  /** Passed through to {@link Ratio.details}. */
+  readonly details?: Readonly<Record<string, number | string>>;
 }
 
 /** A measured ratio. `ratio` = median(subject) / median(baseline); lower is better. */
@@ -34,6 +38,10 @@ export interface Ratio {
   readonly withinTarget: boolean | null;
   readonly rounds: number;
   readonly iterations: number;
+  /** The suite's headline figure (the README's benchmark table); without one, its first ratio is. */
+  readonly headline?: boolean;
+  /** More figures of the same measurement (sizes, memory, throughput), written to bench/results.json. */
+  readonly details?: Readonly<Record<string, number | string>>;
 }
 
 const median = (xs: number[]): number => {
@@ -87,6 +95,8 @@ export async function compare(options: CompareOptions): Promise<Ratio> {
     withinTarget: target === null ? null : ratio <= target,
     rounds,
     iterations,
+    ...(options.headline === true ? { headline: true } : {}),
+    ...(options.details === undefined ? {} : { details: options.details }),
   };
 }
 

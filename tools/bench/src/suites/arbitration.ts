@@ -1,25 +1,13 @@
 import { type ArbitrateParams, arbitrate, type ProviderRun } from "@asp/arbitration";
 import { type Diagnostic, type Policy, validate } from "@asp/contracts";
 import { digest } from "@asp/evidence";
+import { byFingerprint, fingerprint } from "../diagnostics.js";
 import { compare } from "../measure.js";
 import type { Suite } from "../suite.js";
 
 const PROVIDERS = 20;
 const PER_PROVIDER = 5_000;
 const hex = (n: number): string => `sha256:${n.toString(16).padStart(64, "0")}`;
-
-/** A 32-hex-digit content-style fingerprint, well spread and not in generation order. */
-function fingerprint(n: number, p: number): string {
-  let x = (n * 2654435761 + p * 40503 + 1) >>> 0;
-  let out = "";
-  for (let i = 0; i < 4; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out += (x >>> 0).toString(16).padStart(8, "0");
-  }
-  return out;
-}
 
 /**
  * 20 providers, each owning one source; ten requirements of two sources each; the first 15
@@ -104,9 +92,6 @@ function world(): { params: ArbitrateParams; diagnostics: Diagnostic[] } {
   }
   return { params: { policy, callSite: "gate", runs }, diagnostics };
 }
-
-const byFingerprint = (a: Diagnostic, b: Diagnostic): number =>
-  a.fingerprint < b.fingerprint ? -1 : a.fingerprint > b.fingerprint ? 1 : 0;
 
 const suite: Suite = {
   name: "arbitration",

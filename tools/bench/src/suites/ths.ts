@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -194,6 +194,7 @@ const suite: Suite = {
     } finally {
       for (const r of raws) r.kill();
       await host.close();
+      rmSync(repo, { recursive: true, force: true });
     }
   },
 };

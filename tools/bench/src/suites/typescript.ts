@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -13,6 +13,7 @@ import {
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
 import { compare } from "../measure.js";
+import { featureModule, generateProject, writeProject } from "../project.js";
 import type { Suite } from "../suite.js";
 
 /**
@@ -34,94 +35,8 @@ const req = createRequire(import.meta.url);
 const TSC = join(dirname(req.resolve("typescript/package.json")), "bin", "tsc");
 const PROVIDER = join(dirname(req.resolve("@asp/provider-typescript/package.json")), "dist", "main.js");
 
-const CORE = 10;
-const FEATURES = 190;
 /** The file edited by the warm check: mid-chain, so four files import it (transitively). */
 const EDITED = "src/features/f105.ts";
-
-function coreModule(i: number): string {
-  return `export interface Entity${i} {
-  readonly id: string;
-  readonly createdAt: Date;
-  readonly tags: readonly string[];
-  readonly score${i}: number;
-}
-
-export type Patch${i} = Partial<Omit<Entity${i}, "id">>;
-
-export function make${i}(id: string, score: number): Entity${i} {
-  return { id, createdAt: new Date(0), tags: [], score${i}: score };
-}
-
-export class Store${i}<T extends { readonly id: string }> {
-  readonly #items = new Map<string, T>();
-  put(item: T): this {
-    this.#items.set(item.id, item);
-    return this;
-  }
-  get(id: string): T | undefined {
-    return this.#items.get(id);
-  }
-  where(predicate: (item: T) => boolean): T[] {
-    return [...this.#items.values()].filter(predicate);
-  }
-}
-`;
-}
-
-function featureModule(i: number, edit = 0): string {
-  const a = i % CORE;
-  const b = (i * 7 + 3) % CORE;
-  const prev = i % 10 === 0 ? "" : `import { feature${i - 1} } from "./f${i - 1}.js";\n`;
-  const chained = i % 10 === 0 ? "0" : `feature${i - 1}(input).total`;
-  return `import { type Entity${a}, make${a}, Store${a} } from "../core/c${a}.js";
-import { type Patch${b}, Store${b}, make${b} } from "../core/c${b}.js";
-${prev}
-export interface Result${i} {
-  readonly total: number;
-  readonly names: readonly string[];
-  readonly patch: Patch${b};
-}
-
-const store${i} = new Store${a}<Entity${a}>();
-
-export function feature${i}(input: readonly number[]): Result${i} {
-  const items = input.map((n, k) => make${a}(\`f${i}-\${k}\`, n * ${edit + 1}));
-  for (const item of items) store${i}.put(item);
-  const kept = store${i}.where((e) => e.score${a} > 2);
-  const other = new Store${b}<ReturnType<typeof make${b}>>().put(make${b}("x", ${chained}));
-  const total = kept.reduce((sum, e) => sum + e.score${a}, 0) + (other.get("x")?.score${b} ?? 0);
-  return { total, names: kept.map((e) => e.id.toUpperCase()), patch: { tags: ["f${i}"] } };
-}
-
-export const summary${i} = (r: Result${i}): string => \`\${r.names.length}:\${r.total.toFixed(2)}\`;
-`;
-}
-
-function generateProject(): Map<string, string> {
-  const files = new Map<string, string>();
-  files.set("package.json", `${JSON.stringify({ name: "bench-project", private: true, type: "module" })}\n`);
-  files.set(
-    "tsconfig.json",
-    `${JSON.stringify(
-      {
-        compilerOptions: {
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          strict: true,
-          noEmit: true,
-        },
-        include: ["src"],
-      },
-      null,
-      2,
-    )}\n`,
-  );
-  for (let i = 0; i < CORE; i++) files.set(`src/core/c${i}.ts`, coreModule(i));
-  for (let i = 0; i < FEATURES; i++) files.set(`src/features/f${i}.ts`, featureModule(i));
-  return files;
-}
 
 // ------------------------------------------------------------------ a minimal in-memory host
 
@@ -200,10 +115,7 @@ const suite: Suite = {
     const files = generateProject();
     const dir = mkdtempSync(join(tmpdir(), "asp-bench-ts-"));
     try {
-      for (const [path, text] of files) {
-        mkdirSync(dirname(join(dir, path)), { recursive: true });
-        writeFileSync(join(dir, path), text);
-      }
+      writeProject(dir, files);
       ctx.progress(`generated ${files.size - 2} TypeScript files in ${dir}`);
       const store = new MemoryRepo();
       const baseline = store.tree(Object.fromEntries(files));
