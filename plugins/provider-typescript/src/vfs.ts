@@ -28,6 +28,8 @@ type Walk =
   | { readonly kind: "none" }
   | { readonly kind: "need"; readonly what: "tree" | "link"; readonly digest: string; readonly at: string };
 
+type Need = Extract<Walk, { kind: "need" }>;
+
 const MAX_LINK_HOPS = 40;
 /** Files the compiler reads right after finding them exist. */
 const READ_AHEAD = /(?:\.d\.[cm]?ts|\.[cm]?tsx?|\.json)$/;
@@ -268,6 +270,17 @@ export class OverlayFs {
 
   getDirectories = (path: string): string[] => this.entries(path).directories;
 
+  /** Read one environment folder; a failure is recorded (the folder then reads as empty), never thrown. */
+  async #loadTree(need: Need, source: ContentSource): Promise<void> {
+    try {
+      await this.#trees.load(need.digest, source);
+    } catch (error) {
+      throwIfAborted(source.signal);
+      this.#failedTrees.set(need.digest, messageOf(error));
+      this.missing.set(need.at, messageOf(error));
+    }
+  }
+
   /**
    * Load what the queued paths need (environment trees, link targets, file texts), walking each
    * to its end so one round answers a whole path. Failures land in `missing`, never thrown.
@@ -286,15 +299,8 @@ export class OverlayFs {
         this.#walks.delete(rel);
         const w = this.walk(rel);
         if (w.kind === "need") {
-          if (w.what === "tree") {
-            try {
-              await this.#trees.load(w.digest, source);
-            } catch (error) {
-              throwIfAborted(source.signal);
-              this.#failedTrees.set(w.digest, messageOf(error));
-              this.missing.set(w.at, messageOf(error));
-            }
-          } else {
+          if (w.what === "tree") await this.#loadTree(w, source);
+          else {
             const failures = await this.#texts.fetch([w.digest], source);
             for (const [, why] of failures) {
               this.#failedBlobs.set(w.digest, why);
@@ -316,14 +322,7 @@ export class OverlayFs {
         else if (w.kind === "dir") {
           const entries = this.#entriesOf(w.real);
           if (!(entries instanceof Map) && (entries as Walk).kind === "need") {
-            const need = entries as Extract<Walk, { kind: "need" }>;
-            try {
-              await this.#trees.load(need.digest, source);
-            } catch (error) {
-              throwIfAborted(source.signal);
-              this.#failedTrees.set(need.digest, messageOf(error));
-              this.missing.set(need.at, messageOf(error));
-            }
+            await this.#loadTree(entries as Need, source);
             this.#dirs = new Map();
             continue;
           }
