@@ -47,6 +47,21 @@ describe("the dependency environment", () => {
     expect(bad.codes).toEqual(["ts/2322"]);
   });
 
+  it("host §9: typesVersions picks the typings folder for this compiler version", async () => {
+    const versioned: Files = {
+      "node_modules/dep/package.json": JSON.stringify({
+        name: "dep",
+        version: "1.0.0",
+        types: "./index.d.ts",
+        typesVersions: { ">=4.0": { "*": ["ts4/*"] } },
+      }),
+      "node_modules/dep/index.d.ts": "export declare function greet(name: string): number;\n",
+      "node_modules/dep/ts4/index.d.ts": "export declare function greet(name: string): string;\n",
+    };
+    const r = await check(versioned);
+    expect(r.codes).toEqual([]);
+  });
+
   it("host §9: a relative link (pnpm layout) is followed and deduped by its real path", async () => {
     const env = {
       ...under("node_modules/.pnpm/dep@1.0.0/node_modules/dep", dep("number")),
