@@ -469,7 +469,8 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
         }
       }
 
-      // ---- diagnostics, staged like tsc: syntax errors hide the rest, option and global errors hide semantic ones
+      // ---- diagnostics, staged like tsc: syntax errors hide the rest, option and global errors hide
+      // semantic ones, any of those hides declaration diagnostics
       throwIfAborted(source.signal);
       const targetNames = new Set(targets.map((sf) => sf.fileName));
       const own: ts.Diagnostic[] = [...program.getConfigFileParsingDiagnostics()];
@@ -481,6 +482,13 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
           for (const sf of targets) {
             if (source.signal?.aborted) break;
             own.push(...program.getSemanticDiagnostics(sf));
+          }
+          // tsc without emit still reports what declaration emit would (e.g. isolatedDeclarations).
+          if (own.length === configCount && (compilerOptions.declaration || compilerOptions.composite)) {
+            for (const sf of targets) {
+              if (source.signal?.aborted) break;
+              if (!isDependency(sf) && !sf.isDeclarationFile) own.push(...program.getDeclarationDiagnostics(sf));
+            }
           }
         }
       }

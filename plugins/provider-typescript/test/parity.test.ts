@@ -134,6 +134,25 @@ describe("parity with tsc on type discovery and project references (npm and pnpm
     }
   });
 
+  it("host §9: declaration diagnostics of a composite project (isolatedDeclarations) match tsc", async () => {
+    const fx = createFixture("npm");
+    fixtures.push(fx);
+    const checker = createTypeScriptChecker({ scope: "all" });
+    fx.write({
+      "package.json": PACKAGE_JSON,
+      "tsconfig.json": JSON.stringify({
+        extends: "@fixture/tsconfig",
+        compilerOptions: { composite: true, isolatedDeclarations: true, rootDir: "src", outDir: "dist" },
+        include: ["src"],
+      }),
+      "src/index.ts":
+        'import { Type } from "@sinclair/typebox";\nexport const Name = Type.String();\nexport function twice(n: number) {\n  return n * 2;\n}\n',
+    });
+    const r = await both(fx, checker);
+    expect(r.tsc.length).toBeGreaterThanOrEqual(2);
+    expect(r.ours).toEqual(r.tsc);
+  });
+
   it.each(["npm", "pnpm"] as const)(
     "host §9: project references are checked like tsc -b, referenced sources standing in for dist/ (%s)",
     async (layout) => {
