@@ -8,15 +8,16 @@ import ts from "typescript";
 import { TypeScriptProviderError } from "./errors.js";
 import { fingerprintDiagnostic, normalizeText } from "./fingerprint.js";
 import { codeHref, helpFor } from "./help.js";
+import { abs, type EnvironmentTree, OverlayFs, ROOT, relOf, TreeEntryCache } from "./vfs.js";
 
-/** Where the repository lives in the compiler's virtual file system. */
-const ROOT = "/repo";
-const abs = (rel: string): string => (rel === "" ? ROOT : `${ROOT}/${rel}`);
-const relOf = (path: string): string | null =>
-  path === ROOT ? "" : path.startsWith(`${ROOT}/`) ? path.slice(ROOT.length + 1) : null;
 const inNodeModules = (rel: string): boolean => rel.startsWith("node_modules/") || rel.includes("/node_modules/");
 const SKIP_DIRS = new Set([".git", ".hg", ".svn"]);
-const MAX_ROUNDS = 32;
+/**
+ * Most program builds per project in one check. Each round fetches, to their ends, every path
+ * the last build asked for and could not have yet, so rounds follow the depth of the import
+ * graph (file to file), not the depth of folders.
+ */
+const MAX_ROUNDS = 64;
 
 /**
  * Which files' diagnostics a check reports.
@@ -58,6 +59,12 @@ export interface CheckRequest {
   readonly tree: string;
   /** The changed paths; empty or absent checks the whole project (scope `all`). */
   readonly changes?: readonly CheckChange[];
+  /**
+   * The request's dependency environment (an SDK context's `environment`): a tree at repository
+   * paths holding only the dependency roots (e.g. `node_modules`). Inside a root it answers
+   * instead of the checked tree; its folders are read lazily, only where resolution looks.
+   */
+  readonly environment?: EnvironmentTree | null;
 }
 
 /** What one check did: the numbers tests and benchmarks look at. */
@@ -77,8 +84,10 @@ export interface CheckStats {
   /** Blobs and trees read through the content source in this check. */
   readonly blobReads: number;
   readonly treeReads: number;
-  /** Program builds needed to discover every file the program reads. */
+  /** Program builds needed to discover every file the programs read (summed over projects). */
   readonly rounds: number;
+  /** Projects checked: the tsconfig and, for project references, every referenced project. */
+  readonly projects: number;
 }
 
 /** The outcome of one check, in the Assessment's provider-owned vocabulary. */
@@ -189,14 +198,16 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
   const inLib = (path: string): boolean => path.startsWith(`${libDir}/`);
 
   const lister = new TreeLister();
+  const envTrees = new TreeEntryCache();
   const texts = new TextCache();
   const libTexts = new Map<string, string | null>();
   const libFiles = new Map<string, ts.SourceFile>();
   let sourceFiles = new Map<string, ts.SourceFile>();
-  let lastProgram: ts.Program | undefined;
+  let lastPrograms = new Map<string, ts.Program>();
   let lastPaths: ReadonlyMap<string, string> | undefined;
+  let lastEnvKey = "";
   const imports = new WeakMap<ts.SourceFile, { key: string; targets: readonly string[] }>();
-  let resolution: { key: string; cache: ts.ModuleResolutionCache } | undefined;
+  const resolutions = new Map<string, { key: string; cache: ts.ModuleResolutionCache }>();
   const totals = { checks: 0, programs: 0, parsedFiles: 0 };
 
   const readLib = (path: string): string | undefined => {
@@ -211,277 +222,318 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
   async function check(request: CheckRequest, source: ContentSource): Promise<CheckResult> {
     totals.checks++;
     const blobReads0 = texts.blobReads;
-    const treeReads0 = lister.treeReads;
+    const treeReads0 = lister.treeReads + envTrees.treeReads;
     const changes = request.changes ?? [];
-    const listing = await lister.list(request.tree, source, (name) => SKIP_DIRS.has(name));
+    const env = request.environment ?? null;
+    const envKey = env === null ? "" : `${env.tree}|${[...env.roots].sort().join("\n")}`;
+    const full = await lister.list(request.tree, source, (name) => SKIP_DIRS.has(name));
     const missing = new Map<string, string>();
-    for (const [dir, why] of listing.unreadable) missing.set(dir, why);
+    for (const [dir, why] of full.unreadable) missing.set(dir, why);
+    // The checked tree overlaid with the environment: inside an environment root the environment answers.
+    const fs = new OverlayFs(full, env, envTrees, texts, missing);
+    const listing = fs.listing;
+    const stats0 = (): CheckStats => ({
+      files: 0,
+      checkedFiles: 0,
+      parsedFiles: 0,
+      reusedSourceFiles: 0,
+      oldProgram: lastPrograms.size > 0,
+      structureReused: "none",
+      blobReads: texts.blobReads - blobReads0,
+      treeReads: lister.treeReads + envTrees.treeReads - treeReads0,
+      rounds: 0,
+      projects: 0,
+    });
 
-    // ---- content access for the synchronous compiler: misses are queued, fetched, retried
-    const pending = new Set<string>();
-    const read = new Set<string>();
-    const textOf = (rel: string): string | undefined => {
-      const digest = listing.files.get(rel);
-      if (digest === undefined) return undefined;
-      const text = texts.get(digest);
-      if (text !== undefined) {
-        read.add(rel);
-        return text;
+    const fileExists = (path: string): boolean =>
+      relOf(path) !== null ? fs.fileExists(path) : inLib(path) && readLib(path) !== undefined;
+    const readFile = (path: string): string | undefined =>
+      relOf(path) !== null ? fs.readFile(path) : inLib(path) ? readLib(path) : undefined;
+    const directoryExists = (path: string): boolean =>
+      relOf(path) !== null ? fs.directoryExists(path) : path === libDir;
+
+    /** Run `build` until everything it read was available (each round fetches what the last one missed). */
+    let rounds = 0;
+    const settle = async <T>(build: (round: number) => T, programBuild = false): Promise<T> => {
+      for (let round = 0; ; round++) {
+        throwIfAborted(source.signal);
+        fs.pending.clear();
+        if (programBuild) rounds++;
+        const out = build(round);
+        if (fs.pending.size === 0) return out;
+        if (round >= MAX_ROUNDS) {
+          for (const p of fs.pending.keys()) missing.set(relOf(p) ?? p, "not read within the round limit");
+          return out;
+        }
+        await fs.fetch(source);
       }
-      if (!missing.has(rel)) pending.add(rel);
-      return undefined;
-    };
-    const fetch = async (paths: Iterable<string>): Promise<void> => {
-      const byDigest = new Map<string, string[]>();
-      for (const p of paths) {
-        const d = listing.files.get(p);
-        if (d === undefined || missing.has(p)) continue;
-        byDigest.set(d, [...(byDigest.get(d) ?? []), p]);
-      }
-      const failures = await texts.fetch(byDigest.keys(), source);
-      for (const [d, why] of failures) for (const p of byDigest.get(d) ?? []) missing.set(p, why);
-    };
-    const children = childrenOf(listing);
-
-    const fileExists = (path: string): boolean => {
-      const rel = relOf(path);
-      if (rel !== null) return listing.files.has(rel);
-      return inLib(path) && readLib(path) !== undefined;
-    };
-    const readFile = (path: string): string | undefined => {
-      const rel = relOf(path);
-      if (rel !== null) return textOf(rel);
-      return inLib(path) ? readLib(path) : undefined;
-    };
-    const directoryExists = (path: string): boolean => {
-      const rel = relOf(path);
-      if (rel !== null) return listing.dirs.has(rel);
-      return path === libDir;
-    };
-    const getDirectories = (path: string): string[] => {
-      const rel = relOf(path);
-      return rel === null ? [] : [...(children.get(rel)?.directories ?? [])];
-    };
-    const entries = (path: string): { files: readonly string[]; directories: readonly string[] } => {
-      const rel = relOf(path);
-      return (rel === null ? undefined : children.get(rel)) ?? { files: [], directories: [] };
     };
 
-    // ---- tsconfig, read through the same callbacks (extends chains included)
-    const configPath = listing.files.has(project) ? project : null;
-    let parsed: ts.ParsedCommandLine;
+    // ---- tsconfig, read through the same callbacks (extends chains, also from packages, included)
     const configFiles = new Set<string>();
+    const configHost: ts.ParseConfigHost & ts.ModuleResolutionHost = {
+      useCaseSensitiveFileNames: true,
+      fileExists,
+      readFile: (p) => {
+        const rel = relOf(p);
+        if (rel !== null) configFiles.add(rel);
+        return readFile(p);
+      },
+      readDirectory: (root, extensions, excludes, includes, depth) =>
+        matchFiles(root, extensions, excludes, includes, true, ROOT, depth, fs.entries, fs.realpath),
+      directoryExists,
+      realpath: fs.realpath,
+      getDirectories: fs.getDirectories,
+    };
+    const configPath = listing.files.has(project) ? project : null;
     if (configPath === null && explicitProject) {
       // Checking something other than the named project would be a different check.
       return {
         status: "incomplete",
         diagnostics: [],
         coverage: { sources: ["ts"], paths: 0, missing: [project, ...missing.keys()] },
-        stats: {
-          files: 0,
-          checkedFiles: 0,
-          parsedFiles: 0,
-          reusedSourceFiles: 0,
-          oldProgram: lastProgram !== undefined,
-          structureReused: "none",
-          blobReads: texts.blobReads - blobReads0,
-          treeReads: lister.treeReads - treeReads0,
-          rounds: 0,
-        },
+        stats: stats0(),
       };
     }
-    for (let round = 0; ; round++) {
-      throwIfAborted(source.signal);
-      pending.clear();
-      parsed = parseConfig(configPath, {
-        useCaseSensitiveFileNames: true,
-        fileExists,
-        readFile: (p) => {
-          const rel = relOf(p);
-          if (rel !== null) configFiles.add(rel);
-          return readFile(p);
-        },
-        readDirectory: (root, extensions, excludes, includes, depth) =>
-          matchFiles(root, extensions, excludes, includes, true, ROOT, depth, entries, (p) => p),
-      });
-      if (pending.size === 0 || round >= MAX_ROUNDS) break;
-      await fetch(pending);
-    }
-    const compilerOptions: ts.CompilerOptions = { ...parsed.options, noEmit: true };
-    const optionsKey = createHash("sha256").update(JSON.stringify(compilerOptions)).digest("hex").slice(0, 16);
-    const rootNames = parsed.fileNames;
+    const rootParsed = await settle(() => parseConfig(configPath, configHost));
 
-    // ---- prefetch: root files and the package.json files above them (module format lookups)
-    const want = new Set<string>();
-    const dirsSeen = new Set<string>();
-    for (const f of rootNames) {
-      const rel = relOf(f);
-      if (rel === null) continue;
-      want.add(rel);
-      for (let dir = parentOf(rel); dir !== null && !dirsSeen.has(dir); dir = parentOf(dir)) {
-        dirsSeen.add(dir);
-        const pj = dir === "" ? "package.json" : `${dir}/package.json`;
-        if (listing.files.has(pj)) want.add(pj);
-      }
+    // ---- project references: every referenced project, dependencies first, like `tsc -b`
+    const parsedConfigs = new Map<string, ts.ParsedCommandLine>();
+    const projects: { config: string | null; parsed: ts.ParsedCommandLine }[] = [];
+    if ((rootParsed.projectReferences ?? []).length > 0) {
+      const seen = new Set<string>([configPath === null ? "" : abs(configPath)]);
+      const visit = async (parsed: ts.ParsedCommandLine): Promise<void> => {
+        for (const ref of parsed.projectReferences ?? []) {
+          const refPath = ts.resolveProjectReferencePath(ref);
+          const rel = relOf(refPath);
+          if (seen.has(refPath) || rel === null) continue;
+          seen.add(refPath);
+          // A missing referenced config is reported by the program that references it.
+          if (!(await settle(() => fileExists(refPath)))) continue;
+          const sub = await settle(() => parseConfig(rel, configHost));
+          parsedConfigs.set(refPath, sub);
+          await visit(sub);
+          projects.push({ config: rel, parsed: sub });
+        }
+      };
+      await visit(rootParsed);
     }
-    await fetch([...want].filter((p) => texts.get(listing.files.get(p) ?? "") === undefined));
+    projects.push({ config: configPath, parsed: rootParsed });
 
-    // ---- the program, rebuilt until every file it asked for was available
     const filesChanged =
+      envKey !== lastEnvKey ||
       lastPaths === undefined ||
       lastPaths.size !== listing.files.size ||
       [...listing.files.keys()].some((p) => !lastPaths?.has(p));
     let parsedFiles = 0;
     let reused = 0;
     const used = new Map<string, ts.SourceFile>();
-    const host: ts.CompilerHost = {
-      getSourceFile(fileName, languageVersionOrOptions) {
-        const opts: ts.CreateSourceFileOptions =
-          typeof languageVersionOrOptions === "object"
-            ? languageVersionOrOptions
-            : { languageVersion: languageVersionOrOptions };
-        const tail = `${opts.languageVersion}|${opts.impliedNodeFormat ?? ""}|${optionsKey}`;
-        const rel = relOf(fileName);
-        if (rel === null) {
-          if (!inLib(fileName)) return undefined;
-          const key = `${fileName}|${tail}`;
-          let sf = libFiles.get(key);
-          if (sf === undefined) {
-            const text = readLib(fileName);
-            if (text === undefined) return undefined;
-            sf = ts.createSourceFile(fileName, text, opts, false);
-            libFiles.set(key, sf);
-          }
-          return sf;
-        }
-        const digest = listing.files.get(rel);
-        const text = textOf(rel);
-        if (digest === undefined || text === undefined) return undefined;
-        const key = `${rel}|${digest}|${tail}`;
-        let sf = used.get(key) ?? sourceFiles.get(key);
-        if (sf === undefined) {
-          sf = ts.createSourceFile(fileName, text, opts, false);
-          parsedFiles++;
-        } else if (!used.has(key)) reused++;
-        used.set(key, sf);
-        return sf;
-      },
-      getDefaultLibFileName: (o) => `${libDir}/${ts.getDefaultLibFileName(o)}`,
-      getDefaultLibLocation: () => libDir,
-      writeFile: () => {},
-      getCurrentDirectory: () => ROOT,
-      getCanonicalFileName: (f) => f,
-      useCaseSensitiveFileNames: () => true,
-      getNewLine: () => "\n",
-      fileExists,
-      readFile,
-      directoryExists,
-      getDirectories,
-      realpath: (p) => p,
-      hasInvalidatedResolutions: () => filesChanged,
-    };
-    const hadOldProgram = lastProgram !== undefined;
-    let program: ts.Program | undefined;
+    const raw: ts.Diagnostic[] = [];
+    const repoNames = new Set<string>();
+    const checkedNames = new Set<string>();
     let structureReused: CheckStats["structureReused"] = "none";
-    let rounds = 0;
-    for (;;) {
-      throwIfAborted(source.signal);
-      pending.clear();
-      rounds++;
-      totals.programs++;
-      const oldProgram = program ?? lastProgram;
-      program = ts.createProgram({
-        rootNames,
-        options: compilerOptions,
-        host,
-        ...(oldProgram === undefined ? {} : { oldProgram }),
-        configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(parsed),
+    const hadOldProgram = lastPrograms.size > 0;
+    const programs = new Map<string, ts.Program>();
+
+    for (const [index, { config, parsed }] of projects.entries()) {
+      const compilerOptions: ts.CompilerOptions = { ...parsed.options, noEmit: true };
+      const optionsKey = createHash("sha256").update(JSON.stringify(compilerOptions)).digest("hex").slice(0, 16);
+      const parseKey = parseKeyOf(compilerOptions);
+      const rootNames = parsed.fileNames;
+
+      // ---- prefetch: root files and the package.json files above them (module format lookups)
+      await settle(() => {
+        const dirsSeen = new Set<string>();
+        for (const f of rootNames) {
+          const rel = relOf(f);
+          if (rel === null) continue;
+          readFile(f);
+          for (let dir = parentOf(rel); dir !== null && !dirsSeen.has(dir); dir = parentOf(dir)) {
+            dirsSeen.add(dir);
+            const pj = dir === "" ? "package.json" : `${dir}/package.json`;
+            if (listing.files.has(pj)) readFile(abs(pj));
+          }
+        }
       });
-      if (rounds === 1 && oldProgram !== undefined) {
+
+      // ---- the program, rebuilt until every file it asked for was available
+      const host: ts.CompilerHost = {
+        getSourceFile(fileName, languageVersionOrOptions) {
+          const opts: ts.CreateSourceFileOptions =
+            typeof languageVersionOrOptions === "object"
+              ? languageVersionOrOptions
+              : { languageVersion: languageVersionOrOptions };
+          const tail = `${opts.languageVersion}|${opts.impliedNodeFormat ?? ""}|${opts.jsDocParsingMode ?? ""}|${parseKey}`;
+          const rel = relOf(fileName);
+          if (rel === null) {
+            if (!inLib(fileName)) return undefined;
+            const key = `${fileName}|${tail}`;
+            let sf = libFiles.get(key);
+            if (sf === undefined) {
+              const text = readLib(fileName);
+              if (text === undefined) return undefined;
+              sf = ts.createSourceFile(fileName, text, opts, false);
+              libFiles.set(key, sf);
+            }
+            return sf;
+          }
+          const digest = fs.digestOf(fileName);
+          const text = readFile(fileName);
+          if (digest === undefined || text === undefined) return undefined;
+          const key = `${rel}|${digest}|${tail}`;
+          let sf = used.get(key) ?? sourceFiles.get(key);
+          if (sf === undefined) {
+            sf = ts.createSourceFile(fileName, text, opts, false);
+            parsedFiles++;
+          } else if (!used.has(key)) reused++;
+          used.set(key, sf);
+          return sf;
+        },
+        getDefaultLibFileName: (o) => `${libDir}/${ts.getDefaultLibFileName(o)}`,
+        getDefaultLibLocation: () => libDir,
+        writeFile: () => {},
+        getCurrentDirectory: () => ROOT,
+        getCanonicalFileName: (f) => f,
+        useCaseSensitiveFileNames: () => true,
+        getNewLine: () => "\n",
+        fileExists,
+        readFile,
+        directoryExists,
+        getDirectories: fs.getDirectories,
+        realpath: fs.realpath,
+        hasInvalidatedResolutions: () => filesChanged,
+        getParsedCommandLine: (fileName) => {
+          const hit = parsedConfigs.get(fileName);
+          if (hit !== undefined) return hit;
+          const rel = relOf(fileName);
+          if (rel === null || !fileExists(fileName)) return undefined;
+          const sub = parseConfig(rel, configHost);
+          if (fs.pending.size === 0) parsedConfigs.set(fileName, sub);
+          return sub;
+        },
+      };
+      // Referenced projects are read from their sources: their outputs (dist/) are not in the tree.
+      // (An internal host hook of the compiler; the language service uses it the same way.)
+      Object.assign(host, { useSourceOfProjectReferenceRedirect: () => true });
+      const projectKey = config ?? "";
+      // Only a program built from complete reads is reused: a round that missed a package.json
+      // may have resolved a module differently.
+      const oldProgram = lastPrograms.get(projectKey);
+      const program = await settle(() => {
+        totals.programs++;
+        return ts.createProgram({
+          rootNames,
+          options: compilerOptions,
+          host,
+          ...(parsed.projectReferences === undefined ? {} : { projectReferences: parsed.projectReferences }),
+          ...(oldProgram === undefined ? {} : { oldProgram }),
+          configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(parsed),
+        });
+      }, true);
+      programs.set(projectKey, program);
+      if (index === projects.length - 1 && oldProgram !== undefined) {
         const s = (program as unknown as { structureIsReused?: number }).structureIsReused;
         structureReused = typeof s === "number" ? (STRUCTURE[s] ?? "unknown") : "unknown";
       }
-      if (pending.size === 0 || rounds >= MAX_ROUNDS) break;
-      await fetch(pending);
+
+      // ---- which files to report on: repository files; dependency files only when the whole project is checked
+      const byName = (a: ts.SourceFile, b: ts.SourceFile) =>
+        a.fileName < b.fileName ? -1 : a.fileName > b.fileName ? 1 : 0;
+      const inRepo = program.getSourceFiles().filter((sf) => relOf(sf.fileName) !== null);
+      const isDependency = (sf: ts.SourceFile) => {
+        const rel = relOf(sf.fileName) as string;
+        return fs.inEnvironment(rel) || inNodeModules(rel);
+      };
+      const repoFiles = inRepo.filter((sf) => !isDependency(sf)).sort(byName);
+      const everyFile = [...repoFiles, ...inRepo.filter(isDependency).sort(byName)];
+      for (const sf of repoFiles) repoNames.add(sf.fileName);
+      let targets: ts.SourceFile[];
+      if (changes.length === 0 || scope === "all") targets = everyFile;
+      else {
+        const changed = changes
+          .map((c) => program.getSourceFile(abs(c.path)))
+          .filter((sf): sf is ts.SourceFile => sf !== undefined && !isDependency(sf));
+        const escalate =
+          changes.some((c) => c.kind === "deleted" || isConfigFile(c.path) || configFiles.has(c.path)) ||
+          changed.some((sf) => sf.isDeclarationFile || !ts.isExternalModule(sf));
+        if (escalate) targets = everyFile;
+        else if (scope === "changed") targets = changed;
+        else {
+          const resolutionKey = `${envKey}|${resolutionKeyOf(optionsKey, listing)}`;
+          let res = resolutions.get(projectKey);
+          if (res?.key !== resolutionKey) {
+            res = { key: resolutionKey, cache: ts.createModuleResolutionCache(ROOT, (f) => f, compilerOptions) };
+            resolutions.set(projectKey, res);
+          }
+          targets = withDependents(changed, repoFiles, compilerOptions, host, res.cache, imports, resolutionKey);
+        }
+      }
+
+      // ---- diagnostics, staged like tsc: syntax errors hide the rest, option and global errors hide
+      // semantic ones, any of those hides declaration diagnostics
+      throwIfAborted(source.signal);
+      const targetNames = new Set(targets.map((sf) => sf.fileName));
+      const own: ts.Diagnostic[] = [...program.getConfigFileParsingDiagnostics()];
+      const configCount = own.length;
+      for (const sf of targets) own.push(...program.getSyntacticDiagnostics(sf));
+      if (own.length === configCount) {
+        own.push(...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics());
+        if (own.length === configCount) {
+          for (const sf of targets) {
+            if (source.signal?.aborted) break;
+            own.push(...program.getSemanticDiagnostics(sf));
+          }
+          // tsc without emit still reports what declaration emit would (e.g. isolatedDeclarations).
+          if (own.length === configCount && (compilerOptions.declaration || compilerOptions.composite)) {
+            for (const sf of targets) {
+              if (source.signal?.aborted) break;
+              if (!isDependency(sf) && !sf.isDeclarationFile) own.push(...program.getDeclarationDiagnostics(sf));
+            }
+          }
+        }
+      }
+      for (const sf of targets) if (!isDependency(sf)) checkedNames.add(sf.fileName);
+      throwIfAborted(source.signal);
+      raw.push(
+        ...own.filter((d) => {
+          if (d.file === undefined) return true;
+          const rel = relOf(d.file.fileName);
+          return rel !== null && (targetNames.has(d.file.fileName) || configFiles.has(rel) || rel === config);
+        }),
+      );
     }
-    for (const p of pending) missing.set(p, "not read within the round limit");
-    // Keep exactly what this program uses: the warm set follows the lineage.
+    // Keep exactly what these programs use: the warm set follows the lineage.
     sourceFiles = used;
-    lastProgram = program;
+    lastPrograms = programs;
     lastPaths = listing.files;
+    lastEnvKey = envKey;
     totals.parsedFiles += parsedFiles;
 
-    // ---- which files to report on
-    const repoFiles = program
-      .getSourceFiles()
-      .filter((sf) => {
-        const rel = relOf(sf.fileName);
-        return rel !== null && !inNodeModules(rel);
-      })
-      .sort((a, b) => (a.fileName < b.fileName ? -1 : a.fileName > b.fileName ? 1 : 0));
-    let targets: ts.SourceFile[];
-    if (changes.length === 0 || scope === "all") targets = repoFiles;
-    else {
-      const changed = changes
-        .map((c) => program.getSourceFile(abs(c.path)))
-        .filter((sf): sf is ts.SourceFile => sf !== undefined);
-      const escalate =
-        changes.some((c) => c.kind === "deleted" || isConfigFile(c.path) || configFiles.has(c.path)) ||
-        changed.some((sf) => sf.isDeclarationFile || !ts.isExternalModule(sf));
-      if (escalate) targets = repoFiles;
-      else if (scope === "changed") targets = changed;
-      else {
-        const resolutionKey = resolutionKeyOf(optionsKey, listing);
-        if (resolution?.key !== resolutionKey) {
-          resolution = { key: resolutionKey, cache: ts.createModuleResolutionCache(ROOT, (f) => f, compilerOptions) };
-        }
-        targets = withDependents(changed, repoFiles, compilerOptions, host, resolution.cache, imports, resolutionKey);
-      }
-    }
-
-    // ---- diagnostics
-    throwIfAborted(source.signal);
-    const targetNames = new Set(targets.map((sf) => sf.fileName));
-    const raw: ts.Diagnostic[] = [...program.getConfigFileParsingDiagnostics(), ...program.getOptionsDiagnostics()];
-    for (const sf of targets) {
-      raw.push(...program.getSyntacticDiagnostics(sf));
-      if (source.signal?.aborted) break;
-      raw.push(...program.getSemanticDiagnostics(sf));
-    }
-    throwIfAborted(source.signal);
-    raw.push(...program.getGlobalDiagnostics());
-    const kept = raw.filter((d) => {
-      if (d.file === undefined) return true;
-      const rel = relOf(d.file.fileName);
-      return rel !== null && (targetNames.has(d.file.fileName) || configFiles.has(rel) || rel === configPath);
-    });
-    let diagnostics = toAspDiagnostics(kept);
+    let diagnostics = toAspDiagnostics(raw);
     const coverageMissing = [...missing.keys()].sort();
-    let truncated = false;
     if (diagnostics.length > maxDiagnostics) {
       diagnostics = diagnostics.slice(0, maxDiagnostics);
-      truncated = true;
+      coverageMissing.push(`diagnostics beyond the first ${maxDiagnostics}`);
     }
-    if (truncated) coverageMissing.push(`diagnostics beyond the first ${maxDiagnostics}`);
     const incomplete = coverageMissing.length > 0;
     return {
       status: incomplete ? "incomplete" : "complete",
       diagnostics,
       coverage: {
         sources: ["ts"],
-        paths: targets.length,
+        paths: checkedNames.size,
         ...(incomplete ? { missing: coverageMissing.slice(0, 10_000) } : {}),
       },
       stats: {
-        files: repoFiles.length,
-        checkedFiles: targets.length,
+        ...stats0(),
+        files: repoNames.size,
+        checkedFiles: checkedNames.size,
         parsedFiles,
         reusedSourceFiles: reused,
         oldProgram: hadOldProgram,
         structureReused,
-        blobReads: texts.blobReads - blobReads0,
-        treeReads: lister.treeReads - treeReads0,
         rounds,
+        projects: projects.length,
       },
     };
   }
@@ -506,23 +558,13 @@ function isConfigFile(rel: string): boolean {
   return /^(?:tsconfig|jsconfig)(?:\..*)?\.json$/.test(name) || name === "package.json";
 }
 
-function childrenOf(listing: TreeListing): Map<string, { files: string[]; directories: string[] }> {
-  const out = new Map<string, { files: string[]; directories: string[] }>();
-  const at = (dir: string) => {
-    let e = out.get(dir);
-    if (e === undefined) {
-      e = { files: [], directories: [] };
-      out.set(dir, e);
-    }
-    return e;
-  };
-  for (const dir of listing.dirs) {
-    at(dir);
-    const parent = parentOf(dir);
-    if (parent !== null) at(parent).directories.push(dir.slice(dir.lastIndexOf("/") + 1));
-  }
-  for (const file of listing.files.keys()) at(parentOf(file) ?? "").files.push(file.slice(file.lastIndexOf("/") + 1));
-  return out;
+/** Options that change how a file parses or binds: a parsed source file is shared across programs that agree on them. */
+function parseKeyOf(options: ts.CompilerOptions): string {
+  const affecting = (ts as unknown as { sourceFileAffectingCompilerOptions?: readonly { name: string }[] })
+    .sourceFileAffectingCompilerOptions;
+  if (affecting === undefined) return createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
+  const picked = affecting.map((o) => [o.name, options[o.name] ?? null]);
+  return createHash("sha256").update(JSON.stringify(picked)).digest("hex").slice(0, 16);
 }
 
 const DEFAULT_CONFIG = JSON.stringify({ compilerOptions: {}, exclude: ["node_modules"] });

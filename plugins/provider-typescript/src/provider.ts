@@ -60,10 +60,10 @@ export function parseProviderArgs(argv: readonly string[]): TypeScriptCheckerOpt
   return out;
 }
 
-/** Answer one `check/assess` with a checker: the changeset's after tree, or the baseline. */
+/** Answer one `check/assess` with a checker: the changeset's after tree (or the baseline), over the request's dependency environment when it carries one. */
 export async function assessWith(checker: TypeScriptChecker, ctx: AssessContext): Promise<AssessOutcome> {
   const tree = ctx.changeset?.after ?? ctx.baseline;
-  const result = await checker.check({ tree, changes: ctx.changes }, ctx);
+  const result = await checker.check({ tree, changes: ctx.changes, environment: ctx.environment }, ctx);
   return { status: result.status, diagnostics: result.diagnostics, coverage: result.coverage };
 }
 

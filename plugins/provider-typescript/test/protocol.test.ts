@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { type Assessment, validateAssessment } from "@asp/contracts";
 import { builtEntry, MemoryRepo, TestHost } from "@asp/sdk/testing";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createFixture, findingsOf, runTsc, snapshotFixture } from "./env-fixture.js";
 
 const FILES: Record<string, string> = {
   "package.json": JSON.stringify({ name: "demo", type: "module" }),
@@ -104,6 +105,37 @@ describe("the provider over the protocol (a real subprocess)", () => {
 
     expect(await host.shutdown()).toBe(0);
   });
+
+  it("host §9: over a real pnpm-installed environment, answers what tsc says and binds validAsOf to the environment", async () => {
+    const fx = createFixture("pnpm");
+    try {
+      fx.write({
+        "package.json": JSON.stringify({ name: "fixture", type: "module" }),
+        "tsconfig.json": JSON.stringify({ extends: "@fixture/tsconfig", include: ["src"] }),
+        "src/index.ts":
+          'import { Type } from "@sinclair/typebox";\nimport { Emitter } from "vscode-jsonrpc";\n\nexport const Name = Type.String({ minLength: "1" });\nexport const emitter = new Emitter<number>();\nemitter.fire("one");\n',
+      });
+      const tsc = runTsc(fx.dir, "project");
+      expect(tsc.length).toBe(2);
+      const repo = new MemoryRepo();
+      const snap = await snapshotFixture(fx.dir, ["node_modules"], repo);
+      const host = new TestHost(ENTRY, { repo });
+      hosts.push(host);
+      await host.initialize();
+      if (snap.environment === null) throw new Error("the fixture has no node_modules");
+      const a = await host.assess({ requestId: "env1", baseline: snap.tree, environment: snap.environment });
+      expect(validateAssessment(a).ok).toBe(true);
+      expect(a.status).toBe("complete");
+      expect(findingsOf(a.diagnostics)).toEqual(tsc);
+      expect(a.validAsOf.environment).toBe(snap.environment?.tree);
+      // Dependency content read through the callbacks is evidence: it is among the reads.
+      const envBlobs = host.callbacks.filter((c) => c.requestId === "env1" && c.method === "host/readBlob" && c.ok);
+      expect(a.validAsOf.reads).toEqual([...new Set(envBlobs.map((c) => c.digest))].sort());
+      expect(await host.shutdown()).toBe(0);
+    } finally {
+      fx.remove();
+    }
+  }, 240_000);
 
   it("refuses a bad command line with exit 64 and nothing on stdout", async () => {
     const host = new TestHost(ENTRY, { args: ["--scope", "everything"] });

@@ -233,16 +233,25 @@ export class TestHost {
 
   /**
    * Send a request and await its answer. A request with a `requestId` and a `baseline` opens
-   * the callback scope of that id: its baseline, and its changeset's base and after trees.
+   * the callback scope of that id: its baseline, its changeset's base and after trees, and its
+   * environment tree.
    * @throws RpcError when the provider answers with an error; SdkError `ASP_SDK_CONNECTION_FAILED`
    *   when no answer came (the process has gone, the answer was over `maxResponseBytes` or not
    *   framed, or the request timed out; `data.kind` says which).
    */
   async request<T = unknown>(method: string, params?: unknown): Promise<T> {
     if (typeof params === "object" && params !== null) {
-      const p = params as { requestId?: unknown; baseline?: unknown; changeset?: { base?: unknown; after?: unknown } };
+      const p = params as {
+        requestId?: unknown;
+        baseline?: unknown;
+        changeset?: { base?: unknown; after?: unknown };
+        environment?: { tree?: unknown };
+      };
       if (typeof p.requestId === "string" && typeof p.baseline === "string") {
-        const roots = [p.baseline, p.changeset?.base, p.changeset?.after].filter((r) => typeof r === "string");
+        // The request's environment tree is served like its baseline (the host does the same).
+        const roots = [p.baseline, p.changeset?.base, p.changeset?.after, p.environment?.tree].filter(
+          (r) => typeof r === "string",
+        );
         this.#roots.set(p.requestId, roots);
         this.#reachable.delete(p.requestId);
       }
