@@ -117,7 +117,7 @@ function hostPath(w: World): { decision: string; findings: number; envelopeDiges
     const valid = validateAssessment(JSON.parse(text));
     if (!valid.ok) throw new Error(`bench assessment is invalid: ${JSON.stringify(valid.errors[0])}`);
     const stale = freshnessMismatch(
-      { baseline: BASELINE, changeset: CHANGESET },
+      { baseline: BASELINE, changeset: CHANGESET, environment: null },
       w.reads[p] as ReadonlySet<string>,
       valid.value.validAsOf,
     );
