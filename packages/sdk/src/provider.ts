@@ -430,64 +430,71 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const init = requireInit();
     const p = checkParams<AssessParams>("protocol-assess-params", params);
     const started = performance.now();
-    return run(p.requestId, p.baseline, p.environment, p.deadlineMs, token, async (base, reads): Promise<Assessment> => {
-      const ctx: AssessContext = {
-        ...base,
-        params: p,
-        callSite: p.callSite,
-        changeset: p.changeset,
-        requirements: p.requirements,
-        deadlineMs: p.deadlineMs,
-        changes: p.changeset?.changes ?? [],
-      };
-      const validAsOf = () => boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads);
-      const failed = (code: string, message: string): Assessment => ({
-        provider: init.provider,
-        requestId: p.requestId,
-        status: "error",
-        validAsOf: validAsOf(),
-        diagnostics: [],
-        error: { code, message: message.slice(0, 10_000) },
-      });
-      let outcome: AssessOutcome;
-      try {
-        outcome = await spec.assess(ctx);
-      } catch (error) {
-        if (base.signal.aborted && !token.isCancellationRequested) {
-          // Deadline passed and the handler stopped: an honest partial answer.
-          return {
-            provider: init.provider,
-            requestId: p.requestId,
-            status: "incomplete",
-            validAsOf: validAsOf(),
-            diagnostics: [],
-          };
+    return run(
+      p.requestId,
+      p.baseline,
+      p.environment,
+      p.deadlineMs,
+      token,
+      async (base, reads): Promise<Assessment> => {
+        const ctx: AssessContext = {
+          ...base,
+          params: p,
+          callSite: p.callSite,
+          changeset: p.changeset,
+          requirements: p.requirements,
+          deadlineMs: p.deadlineMs,
+          changes: p.changeset?.changes ?? [],
+        };
+        const validAsOf = () => boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads);
+        const failed = (code: string, message: string): Assessment => ({
+          provider: init.provider,
+          requestId: p.requestId,
+          status: "error",
+          validAsOf: validAsOf(),
+          diagnostics: [],
+          error: { code, message: message.slice(0, 10_000) },
+        });
+        let outcome: AssessOutcome;
+        try {
+          outcome = await spec.assess(ctx);
+        } catch (error) {
+          if (base.signal.aborted && !token.isCancellationRequested) {
+            // Deadline passed and the handler stopped: an honest partial answer.
+            return {
+              provider: init.provider,
+              requestId: p.requestId,
+              status: "incomplete",
+              validAsOf: validAsOf(),
+              diagnostics: [],
+            };
+          }
+          if (token.isCancellationRequested) throw error;
+          return failed(isAspError(error) ? error.code : "ASP_SDK_HANDLER_FAILED", messageOf(error));
         }
-        if (token.isCancellationRequested) throw error;
-        return failed(isAspError(error) ? error.code : "ASP_SDK_HANDLER_FAILED", messageOf(error));
-      }
-      const status = outcome?.status ?? "complete";
-      const assessment: Record<string, unknown> = {
-        provider: init.provider,
-        requestId: p.requestId,
-        status,
-        validAsOf: validAsOf(),
-        diagnostics: outcome?.diagnostics ?? [],
-        metrics: { durationMs: Math.round((performance.now() - started) * 1000) / 1000 },
-      };
-      if (outcome?.coverage !== undefined) assessment.coverage = outcome.coverage;
-      if (outcome?.error !== undefined) assessment.error = outcome.error;
-      else if (status === "error") assessment.error = { code: "ASP_SDK_HANDLER_FAILED", message: "status error" };
-      const checked = validateAssessment(assessment);
-      if (!checked.ok) {
-        const first = checked.errors[0];
-        return failed(
-          "ASP_SDK_INVALID_RESULT",
-          `the provider's assessment is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
-        );
-      }
-      return checked.value;
-    });
+        const status = outcome?.status ?? "complete";
+        const assessment: Record<string, unknown> = {
+          provider: init.provider,
+          requestId: p.requestId,
+          status,
+          validAsOf: validAsOf(),
+          diagnostics: outcome?.diagnostics ?? [],
+          metrics: { durationMs: Math.round((performance.now() - started) * 1000) / 1000 },
+        };
+        if (outcome?.coverage !== undefined) assessment.coverage = outcome.coverage;
+        if (outcome?.error !== undefined) assessment.error = outcome.error;
+        else if (status === "error") assessment.error = { code: "ASP_SDK_HANDLER_FAILED", message: "status error" };
+        const checked = validateAssessment(assessment);
+        if (!checked.ok) {
+          const first = checked.errors[0];
+          return failed(
+            "ASP_SDK_INVALID_RESULT",
+            `the provider's assessment is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
+          );
+        }
+        return checked.value;
+      },
+    );
   });
 
   connection.onRequest(METHODS.inspectQuery, (params: unknown, token: CancellationToken) => {
@@ -495,26 +502,33 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
     const inspect = spec.inspect;
     if (inspect === undefined) throw new ResponseError(PROTOCOL_ERRORS.unsupported, "inspect/query is not supported");
     const p = checkParams<InspectParams>("protocol-inspect-params", params);
-    return run(p.requestId, p.baseline, p.environment, p.deadlineMs, token, async (base, reads): Promise<InspectResult> => {
-      const outcome = await withErrorCode(() => inspect({ ...base, params: p, query: p.query }));
-      const result: Record<string, unknown> = {
-        provider: init.provider,
-        requestId: p.requestId,
-        status: outcome.status ?? "complete",
-        validAsOf: boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads),
-        results: outcome.results,
-      };
-      if (outcome.error !== undefined) result.error = outcome.error;
-      const r = validate("protocol-inspect-result", result);
-      if (!r.ok) {
-        const first = r.errors[0];
-        throw new ResponseError(
-          PROTOCOL_ERRORS.internalError,
-          `the provider's inspect result is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
-        );
-      }
-      return r.value;
-    });
+    return run(
+      p.requestId,
+      p.baseline,
+      p.environment,
+      p.deadlineMs,
+      token,
+      async (base, reads): Promise<InspectResult> => {
+        const outcome = await withErrorCode(() => inspect({ ...base, params: p, query: p.query }));
+        const result: Record<string, unknown> = {
+          provider: init.provider,
+          requestId: p.requestId,
+          status: outcome.status ?? "complete",
+          validAsOf: boundTo(p.baseline, p.changeset?.digest ?? null, p.environment, reads),
+          results: outcome.results,
+        };
+        if (outcome.error !== undefined) result.error = outcome.error;
+        const r = validate("protocol-inspect-result", result);
+        if (!r.ok) {
+          const first = r.errors[0];
+          throw new ResponseError(
+            PROTOCOL_ERRORS.internalError,
+            `the provider's inspect result is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
+          );
+        }
+        return r.value;
+      },
+    );
   });
 
   connection.onRequest(METHODS.editPropose, (params: unknown, token: CancellationToken) => {
