@@ -219,6 +219,26 @@ dist/plugin --policy FILE\`) and its configuration names \`dist/plugin\`: see th
 `;
 }
 
+/** The head of an in-process plugin's test: imports, and `instantiate()` calling register then init as the host does. */
+function testPrelude(port: "Verifier" | "Sandbox", guard: string, kind: string): string {
+  return `import { ${guard}, type ${port} } from "@asp/sdk";
+import { describe, expect, it } from "vitest";
+import plugin from "../src/main.js";
+
+/** The port as the host builds it: register, then init (this ${kind} asks for no ports). */
+function instantiate(): ${port} {
+  let port: ${port} | undefined;
+  plugin.register({
+    registerInit: (i) => {
+      port = i.init({} as never, { id: plugin.id, options: undefined });
+    },
+  });
+  if (port === undefined) throw new Error("register did not call registerInit");
+  return port;
+}
+`;
+}
+
 /** The files of a verifier project (a Reviewer and a Guardian), by path, in the order they are written. */
 function verifierFiles(name: string, sdk: string, toolkit: string): Record<string, string> {
   const id = JSON.stringify(name);
@@ -301,22 +321,7 @@ export default defineVerifier({
   },
 });
 `,
-    "test/main.test.ts": `import { isVerifierPlugin, type Verifier } from "@asp/sdk";
-import { describe, expect, it } from "vitest";
-import plugin from "../src/main.js";
-
-/** The port as the host builds it: register, then init (this verifier asks for no ports). */
-function instantiate(): Verifier {
-  let port: Verifier | undefined;
-  plugin.register({
-    registerInit: (i) => {
-      port = i.init({} as never, { id: plugin.id, options: undefined });
-    },
-  });
-  if (port === undefined) throw new Error("register did not call registerInit");
-  return port;
-}
-
+    "test/main.test.ts": `${testPrelude("Verifier", "isVerifierPlugin", "verifier")}
 describe(${id}, () => {
   it("is a branded verifier declaration for review and guardian", () => {
     expect(isVerifierPlugin(plugin)).toBe(true);
@@ -405,22 +410,7 @@ export default defineSandbox({
   },
 });
 `,
-    "test/main.test.ts": `import { isSandboxPlugin, type Sandbox } from "@asp/sdk";
-import { describe, expect, it } from "vitest";
-import plugin from "../src/main.js";
-
-/** The port as the host builds it: register, then init (this sandbox asks for no ports). */
-function instantiate(): Sandbox {
-  let port: Sandbox | undefined;
-  plugin.register({
-    registerInit: (i) => {
-      port = i.init({} as never, { id: plugin.id, options: undefined });
-    },
-  });
-  if (port === undefined) throw new Error("register did not call registerInit");
-  return port;
-}
-
+    "test/main.test.ts": `${testPrelude("Sandbox", "isSandboxPlugin", "sandbox")}
 const request = {
   executable: "/usr/bin/node",
   args: ["/opt/asp/plugins/demo/main.js"],
