@@ -51,6 +51,7 @@ interface ScaffoldPackage {
 
 interface CheckReport {
   id: string;
+  digest: string;
   kind: string;
   passed: boolean;
   grantFrom: string;
@@ -75,11 +76,18 @@ const scaffoldTests = (dir: string) =>
 /** `npm run pack:plugin -- --key KEY`: bundle and sign into dist/plugin, with the workspace's plugin-pack. */
 const packPlugin = (dir: string) => run(dir, [join(REPO_ROOT, "tools/plugin-pack/dist/cli.js"), ".", "--key", key]);
 /** `npm run conformance -- --trust KEY.pub`: asp plugin check on the packed folder. */
-async function check(dir: string, trust = `${key}.pub`): Promise<{ code: number; report: CheckReport }> {
-  const r = await runInProcess(["--json", "plugin", "check", "dist/plugin", "--trust", trust], {
-    cwd: dir,
-    env: { PATH: process.env.PATH },
-  });
+async function check(
+  dir: string,
+  options: { trust?: string; extra?: string[] } = {},
+): Promise<{ code: number; report: CheckReport }> {
+  const trust = options.trust ?? `${key}.pub`;
+  const r = await runInProcess(
+    ["--json", "plugin", "check", "dist/plugin", "--trust", trust, ...(options.extra ?? [])],
+    {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    },
+  );
   return { code: r.code, report: JSON.parse(r.stdout) as CheckReport };
 }
 const failed = (report: CheckReport) =>
@@ -235,9 +243,29 @@ describe("asp plugin new", () => {
     it("host §1: fails the load step when the folder is signed by a key the host does not trust", async () => {
       const other = join(work, `keys/other-${kind}`);
       writeKeyPair(other);
-      const { code, report } = await check(dir, `${other}.pub`);
+      const { code, report } = await check(dir, { trust: `${other}.pub` });
       expect(failed(report)).toEqual([{ id: "load", code: "ASP_PLUGIN_UNTRUSTED_KEY" }]);
       expect(code).toBe(1);
+    }, 60_000);
+
+    it("host §1: with --policy, passes when its plugins[] grants the digest, fails load with ASP_PLUGIN_NOT_GRANTED when not", async () => {
+      const { report: first } = await check(dir);
+      const policy = (plugins: unknown[]) => {
+        const path = join(work, `policy-${kind}-${plugins.length}.json`);
+        writeFileSync(
+          path,
+          JSON.stringify({ apiVersion: "asp.policy/v1", requirements: [], providers: [], grants: [], plugins }),
+        );
+        return path;
+      };
+      const granted = await check(dir, {
+        extra: ["--policy", policy([{ id: name, digest: first.digest, capabilities }])],
+      });
+      expect(failed(granted.report)).toEqual([]);
+      expect(granted.report).toMatchObject({ passed: true, grantFrom: "policy" });
+      const none = await check(dir, { extra: ["--policy", policy([])] });
+      expect(failed(none.report)).toEqual([{ id: "load", code: "ASP_PLUGIN_NOT_GRANTED" }]);
+      expect(none.code).toBe(1);
     }, 60_000);
   });
 
@@ -257,6 +285,33 @@ describe("asp plugin new", () => {
       );
       const { code, report } = await check(dir);
       expect(failed(report)).toEqual([{ id: "guardian", code: "ASP_PLUGIN_BAD_OUTPUT" }]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("a sandbox whose launch throws without a code fails launch with ASP_CLI_PLUGIN_THREW", async () => {
+      const dir = await scaffoldAndPack("throwing-sandbox", "sandbox", (s) =>
+        s.replace(
+          "async launch(request) {\n",
+          'async launch(request) {\n    if (request.cwd !== "") throw new Error("no launch today");\n',
+        ),
+      );
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([{ id: "launch", code: "ASP_CLI_PLUGIN_THREW" }]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("host §2: a verifier that never answers fails each call with ASP_CLI_PLUGIN_TIMEOUT", async () => {
+      const dir = await scaffoldAndPack("silent-verifier", "verifier", (s) =>
+        s.replace(
+          'verify: async (request) => (request.kind === "review" ? review(request) : guard(request)),',
+          "verify: () => new Promise(() => {}),",
+        ),
+      );
+      const { code, report } = await check(dir, { extra: ["--timeout", "50"] });
+      expect(failed(report)).toEqual([
+        { id: "review", code: "ASP_CLI_PLUGIN_TIMEOUT" },
+        { id: "guardian", code: "ASP_CLI_PLUGIN_TIMEOUT" },
+      ]);
       expect(code).toBe(1);
     }, 120_000);
 
