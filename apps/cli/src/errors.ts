@@ -10,8 +10,10 @@ import { AspError } from "@asp/contracts";
  *   `data.searched` lists every place looked at.
  * - `ASP_CLI_BAD_PLUGIN_NAME`: `asp plugin new NAME` with a name that is not a plugin id / package name.
  * - `ASP_CLI_UNKNOWN_KIND`: `asp plugin new --kind` outside `provider`, `verifier`, `sandbox`.
- * - `ASP_CLI_KIND_UNSUPPORTED`: `asp plugin new --kind verifier|sandbox`: not scaffolded, because
- *   the conformance kit and `@asp/sdk/testing` cannot check in-process plugins yet.
+ * - `ASP_CLI_PLUGIN_THREW`: `asp plugin check`: the plugin's port threw without an `ASP_*` code.
+ * - `ASP_CLI_PLUGIN_TIMEOUT`: `asp plugin check`: the plugin's port did not answer within `--timeout`.
+ * - `ASP_CLI_PLUGIN_NO_PORT_METHOD`: `asp plugin check`: the plugin implements no port method its
+ *   granted capabilities allow (a verifier without `verify`, a sandbox without `launch`, `stage`, `recover`).
  * - `ASP_CLI_DIR_NOT_EMPTY`: `asp plugin new` would write into a folder that exists and is not empty.
  * - `ASP_CLI_INTERNAL`: a bug in `asp`.
  */
@@ -21,7 +23,9 @@ export type CliErrorCode =
   | "ASP_CLI_NO_HOST_CONFIG"
   | "ASP_CLI_BAD_PLUGIN_NAME"
   | "ASP_CLI_UNKNOWN_KIND"
-  | "ASP_CLI_KIND_UNSUPPORTED"
+  | "ASP_CLI_PLUGIN_THREW"
+  | "ASP_CLI_PLUGIN_TIMEOUT"
+  | "ASP_CLI_PLUGIN_NO_PORT_METHOD"
   | "ASP_CLI_DIR_NOT_EMPTY"
   | "ASP_CLI_INTERNAL";
 

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { validate } from "@asp/contracts";
+import { writeKeyPair } from "@asp/plugin-host";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PLUGIN_KINDS, SCAFFOLD_TOOL_VERSIONS } from "../src/commands/plugin-new.js";
 import { cliVersion } from "../src/context.js";
@@ -12,13 +13,23 @@ import { REPO_ROOT, runInProcess } from "./helpers.js";
 // project, it resolves @asp/sdk and TypeScript from a node_modules above it: that lets this test
 // compile it (strict, NodeNext) and run the conformance kit on it. The full journey from the
 // packed tarballs (npm install, pack, sign, pin, gate) is test/author-journey.test.ts.
+// Verifier and sandbox scaffolds are compiled, their own vitest tests run, packed and signed with
+// the workspace's plugin-pack, and checked with `asp plugin check` as a host would load them.
 
 const CLI_DIR = join(REPO_ROOT, "apps/cli");
 let work: string;
+let key: string;
 
 beforeAll(() => {
   mkdirSync(join(CLI_DIR, "node_modules"), { recursive: true });
   work = mkdtempSync(join(CLI_DIR, "node_modules/.asp-plugin-new-"));
+  key = join(work, "keys/team");
+  writeKeyPair(key);
+  // The scaffolds' own tests run with this config, never with a vitest config above them.
+  writeFileSync(
+    join(work, "scaffold.vitest.config.mjs"),
+    'export default { test: { include: ["test/**/*.test.ts"] } };\n',
+  );
 });
 afterAll(() => {
   rmSync(work, { recursive: true, force: true });
@@ -36,6 +47,66 @@ interface ScaffoldPackage {
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
   aspPlugin: { entry: string };
+}
+
+interface CheckReport {
+  id: string;
+  digest: string;
+  kind: string;
+  passed: boolean;
+  grantFrom: string;
+  steps: Array<{ id: string; status: string; code?: string }>;
+}
+
+const run = (cwd: string, args: string[]): string =>
+  execFileSync(process.execPath, args, { cwd, stdio: "pipe", encoding: "utf8", env: { PATH: process.env.PATH } });
+/** `npm run build`: the scaffold's tsc, with this repository's TypeScript. */
+const compile = (dir: string) => run(dir, [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"]);
+/** `npm test`: the scaffold's vitest tests, with this repository's vitest (its JSON report). */
+const scaffoldTests = (dir: string) =>
+  run(dir, [
+    join(REPO_ROOT, "node_modules/vitest/vitest.mjs"),
+    "run",
+    "--root",
+    ".",
+    "--config",
+    "../scaffold.vitest.config.mjs",
+    "--reporter=json",
+  ]);
+/** `npm run pack:plugin -- --key KEY`: bundle and sign into dist/plugin, with the workspace's plugin-pack. */
+const packPlugin = (dir: string) => run(dir, [join(REPO_ROOT, "tools/plugin-pack/dist/cli.js"), ".", "--key", key]);
+/** `npm run conformance -- --trust KEY.pub`: asp plugin check on the packed folder. */
+async function check(
+  dir: string,
+  options: { trust?: string; extra?: string[] } = {},
+): Promise<{ code: number; report: CheckReport }> {
+  const trust = options.trust ?? `${key}.pub`;
+  const r = await runInProcess(
+    ["--json", "plugin", "check", "dist/plugin", "--trust", trust, ...(options.extra ?? [])],
+    {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+    },
+  );
+  return { code: r.code, report: JSON.parse(r.stdout) as CheckReport };
+}
+const failed = (report: CheckReport) =>
+  report.steps.filter((s) => s.status !== "pass").map((s) => ({ id: s.id, code: s.code }));
+
+/** Scaffold `name` of `kind`, apply `edit` to src/main.ts (a broken variant), compile and pack it. */
+async function scaffoldAndPack(name: string, kind: string, edit?: (source: string) => string): Promise<string> {
+  const r = await asp(["plugin", "new", name, "--kind", kind]);
+  expect(r.code).toBe(0);
+  const dir = join(work, name);
+  if (edit !== undefined) {
+    const before = read(dir, "src/main.ts");
+    const after = edit(before);
+    expect(after).not.toBe(before);
+    writeFileSync(join(dir, "src/main.ts"), after);
+  }
+  compile(dir);
+  packPlugin(dir);
+  return dir;
 }
 
 describe("asp plugin new", () => {
@@ -131,6 +202,140 @@ describe("asp plugin new", () => {
     }, 60_000);
   });
 
+  describe.each([
+    { kind: "verifier", capabilities: ["review", "guardian"], steps: ["load", "init", "review", "guardian"], tests: 4 },
+    { kind: "sandbox", capabilities: ["sandbox:content_api"], steps: ["load", "init", "launch"], tests: 2 },
+  ])("when it scaffolds a $kind", ({ kind, capabilities, steps, tests }) => {
+    const name = `demo-${kind}`;
+    let dir: string;
+    beforeAll(async () => {
+      dir = await scaffoldAndPack(name, kind);
+    }, 120_000);
+
+    it("writes a project with the same scripts as a provider's, conformance running asp plugin check", () => {
+      const pkg = readJson<ScaffoldPackage>(dir, "package.json");
+      expect(pkg.dependencies).toEqual({ "@asp/sdk": `^${cliVersion()}` });
+      expect(pkg.scripts.conformance).toBe("asp plugin check dist/plugin");
+      expect(pkg.scripts["pack:plugin"]).toMatch(/^asp-plugin-pack\b/);
+      const manifest = readJson<unknown>(dir, "asp-plugin.json");
+      expect(validate("plugin-manifest", manifest).ok).toBe(true);
+      expect(manifest).toMatchObject({ id: name, kind, entry: "main.js", capabilities, diagnosticSources: [] });
+      expect(read(dir, "src/main.ts")).toContain(kind === "verifier" ? "defineVerifier({" : "defineSandbox({");
+    });
+
+    it("its own tests pass as written", () => {
+      const result = JSON.parse(scaffoldTests(dir)) as {
+        success: boolean;
+        numPassedTests: number;
+        numTotalTests: number;
+      };
+      expect(result).toMatchObject({ success: true, numPassedTests: tests, numTotalTests: tests });
+    }, 60_000);
+
+    it("the packed, signed folder passes asp plugin check: loaded as the host loads it, its port called once", async () => {
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([]);
+      expect(report).toMatchObject({ id: name, kind, passed: true, grantFrom: "manifest" });
+      expect(report.steps.map((s) => s.id)).toEqual(steps);
+      expect(code).toBe(0);
+    }, 60_000);
+
+    it("host §1: fails the load step when the folder is signed by a key the host does not trust", async () => {
+      const other = join(work, `keys/other-${kind}`);
+      writeKeyPair(other);
+      const { code, report } = await check(dir, { trust: `${other}.pub` });
+      expect(failed(report)).toEqual([{ id: "load", code: "ASP_PLUGIN_UNTRUSTED_KEY" }]);
+      expect(code).toBe(1);
+    }, 60_000);
+
+    it("host §1: with --policy, passes when its plugins[] grants the digest, fails load with ASP_PLUGIN_NOT_GRANTED when not", async () => {
+      const { report: first } = await check(dir);
+      const policy = (plugins: unknown[]) => {
+        const path = join(work, `policy-${kind}-${plugins.length}.json`);
+        writeFileSync(
+          path,
+          JSON.stringify({ apiVersion: "asp.policy/v1", requirements: [], providers: [], grants: [], plugins }),
+        );
+        return path;
+      };
+      const granted = await check(dir, {
+        extra: ["--policy", policy([{ id: name, digest: first.digest, capabilities }])],
+      });
+      expect(failed(granted.report)).toEqual([]);
+      expect(granted.report).toMatchObject({ passed: true, grantFrom: "policy" });
+      const none = await check(dir, { extra: ["--policy", policy([])] });
+      expect(failed(none.report)).toEqual([{ id: "load", code: "ASP_PLUGIN_NOT_GRANTED" }]);
+      expect(none.code).toBe(1);
+    }, 60_000);
+  });
+
+  describe("when asp plugin check meets a broken plugin", () => {
+    it("host §3: a sandbox that claims isolated without the sandbox:bubblewrap grant fails launch with ASP_PLUGIN_BAD_OUTPUT", async () => {
+      const dir = await scaffoldAndPack("bad-sandbox", "sandbox", (s) =>
+        s.replace('mode: "advisory"', 'mode: "isolated"').replace("directWrite: true", "directWrite: false"),
+      );
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([{ id: "launch", code: "ASP_PLUGIN_BAD_OUTPUT" }]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("a verifier returning a schema-invalid answer fails that port call with ASP_PLUGIN_BAD_OUTPUT", async () => {
+      const dir = await scaffoldAndPack("bad-verifier", "verifier", (s) =>
+        s.replace('risk: denied ? "high" : "low"', 'risk: (denied ? "high" : "severe") as "high"'),
+      );
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([{ id: "guardian", code: "ASP_PLUGIN_BAD_OUTPUT" }]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("a sandbox whose launch throws without a code fails launch with ASP_CLI_PLUGIN_THREW", async () => {
+      const dir = await scaffoldAndPack("throwing-sandbox", "sandbox", (s) =>
+        s.replace(
+          "async launch(request) {\n",
+          'async launch(request) {\n    if (request.cwd !== "") throw new Error("no launch today");\n',
+        ),
+      );
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([{ id: "launch", code: "ASP_CLI_PLUGIN_THREW" }]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("host §2: a verifier that never answers fails each call with ASP_CLI_PLUGIN_TIMEOUT", async () => {
+      const dir = await scaffoldAndPack("silent-verifier", "verifier", (s) =>
+        s.replace(
+          'verify: async (request) => (request.kind === "review" ? review(request) : guard(request)),',
+          "verify: () => new Promise(() => {}),",
+        ),
+      );
+      const { code, report } = await check(dir, { extra: ["--timeout", "50"] });
+      expect(failed(report)).toEqual([
+        { id: "review", code: "ASP_CLI_PLUGIN_TIMEOUT" },
+        { id: "guardian", code: "ASP_CLI_PLUGIN_TIMEOUT" },
+      ]);
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("host §1: a bundle changed after signing fails the load step, and nothing of it runs", async () => {
+      const dir = await scaffoldAndPack("tampered-verifier", "verifier");
+      const bundle = join(dir, "dist/plugin/main.js");
+      writeFileSync(bundle, `globalThis.__aspTampered = true;\n${read(dir, "dist/plugin/main.js")}`);
+      const { code, report } = await check(dir);
+      expect(failed(report)).toEqual([{ id: "load", code: "ASP_PLUGIN_DIGEST_MISMATCH" }]);
+      expect((globalThis as { __aspTampered?: unknown }).__aspTampered).toBeUndefined();
+      expect(code).toBe(1);
+    }, 120_000);
+
+    it("ASP_CLI_BAD_INPUT for a provider folder (it is checked by asp conformance --plugin)", async () => {
+      const dir = await scaffoldAndPack("a-provider", "provider");
+      const r = await runInProcess(["--json", "plugin", "check", "dist/plugin", "--trust", `${key}.pub`], {
+        cwd: dir,
+        env: { PATH: process.env.PATH },
+      });
+      expect(r.code).toBe(64);
+      expect(errorCode(r.stdout)).toBe("ASP_CLI_BAD_INPUT");
+    }, 120_000);
+  });
+
   describe("--sdk and --dir", () => {
     it("writes a tarball path as an absolute file: spec and keeps a registry range as given", async () => {
       expect((await asp(["plugin", "new", "from-tarball", "--sdk", "./t/asp-sdk-0.1.0.tgz"])).code).toBe(0);
@@ -171,16 +376,6 @@ describe("asp plugin new", () => {
       expect(r.code).toBe(64);
       expect(errorCode(r.stdout)).toBe("ASP_CLI_UNKNOWN_KIND");
     });
-
-    it.each(["verifier", "sandbox"])(
-      "ASP_CLI_KIND_UNSUPPORTED for --kind %s (it could not be tested or checked), writing nothing",
-      async (kind) => {
-        const r = await asp(["plugin", "new", `demo-${kind}`, "--kind", kind]);
-        expect(r.code).toBe(64);
-        expect(errorCode(r.stdout)).toBe("ASP_CLI_KIND_UNSUPPORTED");
-        expect(readdirSync(work)).not.toContain(`demo-${kind}`);
-      },
-    );
 
     it("ASP_CLI_DIR_NOT_EMPTY for a folder with a file in it, and leaves the file as it was", async () => {
       const dir = join(work, "taken");

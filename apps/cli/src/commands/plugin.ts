@@ -21,6 +21,7 @@ import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { inert } from "../terminal.js";
+import { registerPluginCheck } from "./plugin-check.js";
 import { registerPluginNew } from "./plugin-new.js";
 
 /** A refused plugin exits 1 with a report; bad input exits 64. */
@@ -99,13 +100,14 @@ const asPolicyArrays = (s: PolicySnippet) => ({
 const TREE_DIGEST_NOTE =
   "the digest is the plugin's tree digest: every file in the folder except asp-plugin.sig, the digest asp-plugin.sig signs";
 
-/** `asp plugin new | keygen | sign | digest | pin | verify`: sign plugins, pin them in policy, check them as the host would. */
+/** `asp plugin new | check | keygen | sign | digest | pin | verify`: sign plugins, pin them in policy, check them as the host would. */
 export function registerPlugin(program: Command, ctx: CliContext): void {
   const plugin = program
     .command("plugin")
     .description("scaffold, sign and pin plugins, and verify them as the host would load them");
 
   registerPluginNew(plugin, ctx);
+  registerPluginCheck(plugin, ctx);
 
   plugin
     .command("keygen")
