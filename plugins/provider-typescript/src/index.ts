@@ -31,3 +31,4 @@ export {
   PROVIDER_VERSION,
   parseProviderArgs,
 } from "./provider.js";
+export type { EnvironmentTree } from "./vfs.js";
