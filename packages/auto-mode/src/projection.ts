@@ -14,7 +14,15 @@ import {
   type TerminalReason,
   type TerminalRecord,
 } from "@asp/contracts";
-import { canonicalize, type Digest, type FactEntry, type Store, verifySnapshot } from "@asp/evidence";
+import {
+  canonicalize,
+  type Digest,
+  type FactEntry,
+  type FrozenSnapshot,
+  readSnapshot,
+  type Store,
+  verifySnapshot,
+} from "@asp/evidence";
 import { type Assessment, auditRequestDigest, checkAuditCompletion } from "./audit.js";
 import {
   AUTO_FACT_KINDS,
@@ -34,8 +42,11 @@ export type ProjectionFact = Pick<FactEntry, "seq" | "kind" | "record">;
 export interface ProjectionInput {
   readonly runId: string;
   readonly facts: ReadonlyArray<ProjectionFact>;
-  /** For every snapshot digest the facts name: whether the snapshot and every ref re-hash. */
-  readonly snapshotsVerified: Readonly<Record<string, boolean>>;
+  /**
+   * For every snapshot digest the facts name: the frozen snapshot as the object store holds it
+   * when it and every ref re-hash, or null when it does not verify.
+   */
+  readonly snapshots: Readonly<Record<string, Pick<FrozenSnapshot, "refs" | "labels"> | null>>;
   /** For every payload digest the facts name: whether the payload blob re-hashes. */
   readonly payloadsVerified: Readonly<Record<string, boolean>>;
 }
@@ -178,6 +189,12 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       bad(`seq ${r.seq}: the frozen selection, budgets or independence policy drifted`);
     }
   }
+  // The budget ledger is persisted with every transition, under the run's frozen limits.
+  for (const r of runs) {
+    const ledger = recs.ledger.find((l) => l.event_id === r.event_id)?.body as { limits?: unknown } | undefined;
+    if (ledger === undefined || !same(ledger.limits, first.budgets))
+      bad(`seq ${r.seq}: transition without the run's budget ledger`);
+  }
   const latestRun = (runs[runs.length - 1] as Rec<AutoRun>).body;
 
   // Candidates: immutable, each with its snapshot, verified payload and candidate_ready.
@@ -207,8 +224,11 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     ) {
       bad(`snapshot of ${c.body.candidate_id} not committed in the candidate transition`);
     }
-    if (input.snapshotsVerified[c.body.snapshot_digest] !== true)
-      bad(`snapshot ${c.body.snapshot_digest} does not verify`);
+    const frozen = input.snapshots[c.body.snapshot_digest];
+    if (frozen === undefined || frozen === null) bad(`snapshot ${c.body.snapshot_digest} does not verify`);
+    else if (snap !== undefined && (!same(snap.refs, frozen.refs) || !same(snap.labels, frozen.labels))) {
+      bad(`the snapshot record of ${c.body.candidate_id} differs from the frozen snapshot`);
+    }
     if (input.payloadsVerified[c.body.payload_digest] !== true) bad(`payload ${c.body.payload_digest} does not verify`);
     if (!same(c.body.producer, { ...c.body.producer, fingerprint: first.independence.producer_fingerprint })) {
       bad(`candidate ${c.body.candidate_id} producer fingerprint drifted from the frozen one`);
@@ -372,6 +392,12 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     if (ev?.type !== "auto_run_terminal" || !same(ev.terminal, terminal))
       bad("the terminal record has no matching auto_run_terminal event");
     if (terminal.event_id !== terminalRec.event_id) bad("the terminal record names another event");
+    const ledger = recs.ledger.find((l) => l.event_id === terminalRec.event_id)?.body as
+      | { consumed?: unknown }
+      | undefined;
+    if (ledger === undefined || !same(ledger.consumed, terminal.counters)) {
+      bad("the terminal's counters are not the budget ledger committed with it");
+    }
     const check = checkTerminalRecord(terminal);
     if (check !== null) bad(`terminal user truth ${check.actual} is not ${check.expected}`);
     if (latestRun.state !== terminal.state || latestRun.terminal_reason !== terminal.terminal_reason)
@@ -487,22 +513,22 @@ export async function loadAutoRunProjection(
     facts = await readRunFacts(store.log, runId);
   } catch (error) {
     const code = (error as { code?: string }).code ?? "unknown";
-    return failClosed({ runId, facts: [], snapshotsVerified: {}, payloadsVerified: {} }, null, [
+    return failClosed({ runId, facts: [], snapshots: {}, payloadsVerified: {} }, null, [
       `the fact log does not verify: ${code}`,
     ]);
   }
-  const snapshotsVerified: Record<string, boolean> = {};
+  const snapshots: Record<string, FrozenSnapshot | null> = {};
   const payloadsVerified: Record<string, boolean> = {};
   for (const f of facts) {
     if (f.kind !== AUTO_FACT_KINDS.candidate) continue;
     const body = (f.record as { body?: { snapshot_digest?: unknown; payload_digest?: unknown } }).body;
     const s = body?.snapshot_digest;
     const p = body?.payload_digest;
-    if (typeof s === "string" && !(s in snapshotsVerified)) {
+    if (typeof s === "string" && !(s in snapshots)) {
       try {
-        snapshotsVerified[s] = (await verifySnapshot(store, s as Digest)).ok;
+        snapshots[s] = (await verifySnapshot(store, s as Digest)).ok ? await readSnapshot(store, s as Digest) : null;
       } catch {
-        snapshotsVerified[s] = false;
+        snapshots[s] = null;
       }
     }
     if (typeof p === "string" && !(p in payloadsVerified)) {
@@ -514,5 +540,5 @@ export async function loadAutoRunProjection(
       }
     }
   }
-  return projectAutoRun({ runId, facts, snapshotsVerified, payloadsVerified });
+  return projectAutoRun({ runId, facts, snapshots, payloadsVerified });
 }
