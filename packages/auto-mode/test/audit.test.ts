@@ -47,7 +47,7 @@ const ASSESSMENT: Assessment = {
 const AT = "2026-12-01T00:00:00.000Z";
 
 describe("audit events (item 9)", () => {
-  it("AM.audit-events: started and completed carry the same audit id, subject fields and request digest, and validate", () => {
+  it("AM.api.2 AM.api.4: started and completed carry the same audit id, subject fields and request digest, and validate", () => {
     const s = auditStartedEvent("e1", AT, REQUEST, 1);
     const c = auditCompletedEvent("e2", AT, REQUEST, ASSESSMENT);
     expect(validate("event-auto-audit-started", s).ok).toBe(true);
@@ -63,7 +63,7 @@ describe("audit events (item 9)", () => {
     }
   });
 
-  it("AM.audit-request-digest: binds request and subject only, never the result", () => {
+  it("AM.api.4: binds request and subject only, never the result", () => {
     const a = auditCompletedEvent("e2", AT, REQUEST, ASSESSMENT);
     const b = auditCompletedEvent("e2", AT, REQUEST, { ...ASSESSMENT, verdict: "issues", rationale: "no" });
     expect(a.audit_request_digest).toBe(b.audit_request_digest);
@@ -74,7 +74,7 @@ describe("audit events (item 9)", () => {
     }
   });
 
-  it("AM.subject-pairing: only result_review + candidate_evidence_snapshot (and permission_review + approval_action)", () => {
+  it("AM.api.3: only result_review + candidate_evidence_snapshot (and permission_review + approval_action)", () => {
     expect(() =>
       auditRequestDigest({ ...REQUEST, subject_entity_kind: "approval_action" } as unknown as AuditRequest),
     ).toThrowWithCode("ASP_AUTO_MODE_INVALID_RECORD");
@@ -98,11 +98,11 @@ describe("audit events (item 9)", () => {
     ["attempt", { attempt: 2 }],
     ["bookkeeping (retry state)", { bookkeeping: { durable: true, retry: true, final: true } }],
     ["request digest", { audit_request_digest: D("e") }],
-  ])("AM.assessment-digest: covers %s", (_n, change) => {
+  ])("AM.api.5: covers %s", (_n, change) => {
     expect(assessmentDigest({ ...ASSESSMENT, ...change } as Assessment)).not.toBe(assessmentDigest(ASSESSMENT));
   });
 
-  it("AM.assessment-digest: a completion whose assessment does not re-hash fails closed", () => {
+  it("AM.api.5: a completion whose assessment does not re-hash fails closed", () => {
     const c = auditCompletedEvent("e2", AT, REQUEST, ASSESSMENT);
     expect(checkAuditCompletion(c)).toEqual(ASSESSMENT);
     expect(() => checkAuditCompletion({ ...c, assessment: { ...ASSESSMENT, verdict: "issues" } })).toThrowWithCode(
@@ -114,7 +114,7 @@ describe("audit events (item 9)", () => {
     );
   });
 
-  it("AM.assessment-digest: such a completion is never committed (nothing written)", async () => {
+  it("AM.api.5: such a completion is never committed (nothing written)", async () => {
     const store = await createMemoryStore();
     const c = auditCompletedEvent("e2", AT, REQUEST, ASSESSMENT);
     await expect(
@@ -129,7 +129,7 @@ describe("audit events (item 9)", () => {
 
 describe("finding identity (item 5)", () => {
   const content = { severity: "major" as const, category: "correctness", claim: "wrong", evidence_refs: ["b", "a"] };
-  it("AM.finding-fingerprint: content only; ref order does not matter; each content field does", () => {
+  it("AM.findings.1: content only; ref order does not matter; each content field does", () => {
     expect(findingFingerprint(content)).toBe(findingFingerprint({ ...content, evidence_refs: ["a", "b"] }));
     for (const change of [
       { severity: "minor" as const },
@@ -140,7 +140,7 @@ describe("finding identity (item 5)", () => {
       expect(findingFingerprint({ ...content, ...change })).not.toBe(findingFingerprint(content));
     }
   });
-  it("AM.finding-id: the same content in two review runs has two ids", () => {
+  it("AM.findings.2: the same content in two review runs has two ids", () => {
     const fp = findingFingerprint(content);
     expect(findingIdOf("review:1", fp)).not.toBe(findingIdOf("review:2", fp));
     expect(findingIdOf("review:1", fp)).toBe(findingIdOf("review:1", fp));

@@ -99,7 +99,7 @@ const expectFailClosed = (p: AutoRunProjection) => {
 };
 
 describe("projectAutoRun", () => {
-  it("AM.projection: one projection from durable records; reopening in another handle gives the same answer", async () => {
+  it("AM.portable.1 AM.durable.2: one projection from durable records; reopening in another handle gives the same answer", async () => {
     const f = fixtures.pass;
     expect(f.projection.state).toBe("verified");
     expect(project(f, f.facts)).toEqual(f.projection);
@@ -271,20 +271,20 @@ describe("projectAutoRun", () => {
       ["unknown fact kind", "pass", (f) => [...f.facts, { seq: 999, kind: "auto.guess", record: {} }]],
     ];
     it.each(cases)(
-      "AM.projection-fail-closed: %s -> safety_boundary, never Verified or Unavailable",
+      "AM.durable.3 AM.durable.4: %s -> safety_boundary, never Verified or Unavailable",
       (_n, which, tamper) => {
         const f = fixtures[which];
         expectFailClosed(project(f, tamper(f)));
       },
     );
 
-    it("AM.projection-fail-closed: a snapshot or payload that does not re-hash -> safety_boundary", () => {
+    it("AM.durable.3: a snapshot or payload that does not re-hash -> safety_boundary", () => {
       const f = fixtures.pass;
       expectFailClosed(project(f, f.facts, { verified: {} }));
       expectFailClosed(project(f, f.facts, { payloads: {} }));
     });
 
-    it("AM.projection-fail-closed: an object deleted from the real store -> safety_boundary on load", async () => {
+    it("AM.durable.3: an object deleted from the real store -> safety_boundary on load", async () => {
       const t = await tempStore();
       cleanups.push(t.cleanup);
       await createAutoRunner({
@@ -307,7 +307,7 @@ describe("projectAutoRun", () => {
       expectFailClosed(await loadAutoRunProjection(lossy, RUN_ID));
     });
 
-    it("AM.projection-fail-closed: a fact log that does not verify -> safety_boundary", async () => {
+    it("AM.durable.3: a fact log that does not verify -> safety_boundary", async () => {
       const broken = {
         log: {
           list: async () => {
@@ -320,7 +320,7 @@ describe("projectAutoRun", () => {
     });
   });
 
-  describe("the state machine: entry conditions and forbidden entries (AM.state-vocabulary)", () => {
+  describe("AM.states.3 AM.states.7 AM.states.8: the state machine: entry conditions and forbidden entries", () => {
     /** Rewrite a fixture's terminal consistently (record, event, run record, ledger), so only the entry condition can object. */
     function forgeTerminal(
       f: Fixture,
@@ -357,25 +357,25 @@ describe("projectAutoRun", () => {
     }
     const candidateId = (f: Fixture) => (f.projection.candidate as Candidate).candidate_id;
 
-    it("AM.verified: entered with every required fact", () => {
+    it("AM.states.3: entered with every required fact", () => {
       expect(project(fixtures.pass, fixtures.pass.facts).state).toBe("verified");
     });
-    it("AM.verified-forbidden: an issues verdict with an open material finding cannot be relabelled verified", () => {
+    it("AM.states.3 AM.durable.4: an issues verdict with an open material finding cannot be relabelled verified", () => {
       const f = fixtures.issues;
       expectFailClosed(
         project(f, forgeTerminal(f, { kind: "verified", candidate: f.projection.candidate as Candidate }, true)),
       );
     });
-    it("AM.verified-forbidden: a verified terminal without the compare-and-swap promotion", () => {
+    it("AM.states.3: a verified terminal without the compare-and-swap promotion", () => {
       const f = fixtures.pass;
       expectFailClosed(
         project(f, forgeTerminal(f, { kind: "verified", candidate: f.projection.candidate as Candidate }, false)),
       );
     });
-    it("AM.completed-with-issues: entered from an issues verdict", () => {
+    it("AM.states.7: entered from an issues verdict", () => {
       expect(project(fixtures.issues, fixtures.issues.facts).state).toBe("completed_with_issues");
     });
-    it("AM.completed-with-issues-forbidden: not from a pass", () => {
+    it("AM.states.7: not from a pass", () => {
       const f = fixtures.pass;
       const forged = forgeTerminal(
         f,
@@ -385,7 +385,7 @@ describe("projectAutoRun", () => {
       expectFailClosed(project(f, forged));
     });
     it.each(["reviewer_independence_unavailable", "evidence_incomplete", "no_admissible_verdict"] as const)(
-      "AM.review-unavailable-forbidden: a run with a durable verdict cannot be relabelled review_unavailable(%s)",
+      "AM.states.8 AM.states.9: a run with a durable verdict cannot be relabelled review_unavailable(%s)",
       (reason) => {
         for (const f of [fixtures.pass, fixtures.issues]) {
           expectFailClosed(
@@ -394,7 +394,7 @@ describe("projectAutoRun", () => {
         }
       },
     );
-    it("AM.candidate-forbidden: a candidate committed without its candidate_ready is not a candidate", () => {
+    it("AM.states.2: a candidate committed without its candidate_ready is not a candidate", () => {
       const f = fixtures.pass;
       expectFailClosed(
         project(
@@ -416,7 +416,7 @@ describe("projectAutoRun", () => {
       return [...groups.values()];
     };
 
-    it("AM.projection-crash: a crash after any transition projects the last committed state, never Verified early", () => {
+    it("AM.durable.1 AM.portable.1: a crash after any transition projects the last committed state, never Verified early", () => {
       const f = fixtures.pass;
       const ts = transitions(f.facts);
       for (let n = 1; n <= ts.length; n++) {
@@ -426,7 +426,7 @@ describe("projectAutoRun", () => {
       }
     });
 
-    it("AM.projection-property: no order, subset or torn batch of the facts reaches Verified without all required facts in order", () => {
+    it("AM.durable.1 AM.states.3: no order, subset or torn batch of the facts reaches Verified without all required facts in order", () => {
       for (const which of ["pass", "issues"] as const) {
         const f = fixtures[which];
         const ts = transitions(f.facts);

@@ -66,7 +66,7 @@ const eventTypes = (facts: Awaited<ReturnType<typeof readRunFacts>>): AutoEventT
 
 describe("createAutoRunner", () => {
   describe("when a run is stored (item 1)", () => {
-    it("AM.run-identity: the run id is root_frame_id + branch_id + turn_id + execution_id; each part changes it", () => {
+    it("AM.states.1: the run id is root_frame_id + branch_id + turn_id + execution_id; each part changes it", () => {
       const base = runIdOf(RUN);
       for (const k of Object.keys(RUN) as Array<keyof typeof RUN>) {
         expect(runIdOf({ ...RUN, [k]: `${RUN[k]}x` })).not.toBe(base);
@@ -74,7 +74,7 @@ describe("createAutoRunner", () => {
       expect(() => runIdOf({ ...RUN, execution_id: "" })).toThrowWithCode("ASP_AUTO_MODE_INVALID_OPTION");
     });
 
-    it("AM.durable-transition: every transition and its one event commit in one append, records carrying that event id", async () => {
+    it("AM.api.6 AM.durable.1: every transition and its one event commit in one append, records carrying that event id", async () => {
       const { facts, projection } = await runWith([completion()], [fakeReviewer("fake-pass")]);
       expect(projection.state).toBe("verified");
       // Group the facts by event id: each group is contiguous (one batch) and holds exactly one event.
@@ -104,7 +104,7 @@ describe("createAutoRunner", () => {
       expect(facts.every((f) => f.index.some((i) => i.name === RUN_ID_INDEX && i.value === runIdOf(RUN)))).toBe(true);
     });
 
-    it("AM.durable-transition: notifications go out only after the commit; a failed append notifies nothing", async () => {
+    it("AM.api.6 AM.durable.2 AM.terminals.7: notifications go out only after the commit; a failed append notifies nothing", async () => {
       const t = await setup();
       let appends = 0;
       const failing: FactLog = {
@@ -144,7 +144,7 @@ describe("createAutoRunner", () => {
       expect(projection.candidate).toBeNull();
     });
 
-    it("AM.durable-transition: a second run with the same identity is refused", async () => {
+    it("AM.states.1: a second run with the same identity is refused", async () => {
       const t = await setup();
       const runner = createAutoRunner({
         store: t.store,
@@ -158,7 +158,7 @@ describe("createAutoRunner", () => {
       );
     });
 
-    it("AM.stage2: without stage2_auto_run_storage nothing is stored", async () => {
+    it("AM.modes.4: without stage2_auto_run_storage nothing is stored", async () => {
       const t = await setup();
       const runner = createAutoRunner({
         store: t.store,
@@ -174,7 +174,7 @@ describe("createAutoRunner", () => {
   });
 
   describe("when the engine yields (item 2)", () => {
-    it("AM.candidate: a valid completion enters candidate with its snapshot, payload, artifact versions and candidate_ready in one transition", async () => {
+    it("AM.states.2: a valid completion enters candidate with its snapshot, payload, artifact versions and candidate_ready in one transition", async () => {
       const { facts, projection } = await runWith(
         [{ kind: "prose", text: "thinking" }, completion()],
         [fakeReviewer("fake-pass")],
@@ -216,7 +216,7 @@ describe("createAutoRunner", () => {
         ],
         "safety_boundary",
       ],
-    ])("AM.candidate: %s never enters candidate", async (_name, steps, reason) => {
+    ])("AM.states.2 AM.budgets.10: %s never enters candidate", async (_name, steps, reason) => {
       const { facts, projection } = await runWith(steps, [fakeReviewer("fake-pass")]);
       expect(eventTypes(facts)).toEqual(["auto_run_started", "auto_run_terminal"]);
       expect(facts.some((f) => f.kind === AUTO_FACT_KINDS.candidate)).toBe(false);
@@ -232,7 +232,7 @@ describe("createAutoRunner", () => {
       ["the producer session", { session_id: PRODUCER.session_id }],
       ["the producer's fingerprint (default policy)", { fingerprint: PRODUCER.fingerprint }],
     ])(
-      "AM.independence: only %s available -> review_unavailable(reviewer_independence_unavailable) before any call",
+      "AM.states.5 AM.states.6: only %s available -> review_unavailable(reviewer_independence_unavailable) before any call",
       async (_n, identity) => {
         let calls = 0;
         const reviewer = fakeReviewer("fake-pass", identity);
@@ -249,7 +249,7 @@ describe("createAutoRunner", () => {
       },
     );
 
-    it("AM.independence: actor independence holds even when the policy allows the same fingerprint", async () => {
+    it("AM.states.5: actor independence holds even when the policy allows the same fingerprint", async () => {
       const t = await setup();
       const runner = createAutoRunner({
         store: t.store,
@@ -265,7 +265,7 @@ describe("createAutoRunner", () => {
       expect(p.review_runs[0]?.reviewer?.actor_id).not.toBe(PRODUCER.actor_id);
     });
 
-    it("AM.independence: a Repair or promotion actor is never eligible", async () => {
+    it("AM.states.5: a Repair or promotion actor is never eligible", async () => {
       const t = await setup();
       const promoter = fakeReviewer("fake-pass", { actor_id: "promoter" });
       const runner = createAutoRunner({
@@ -279,7 +279,7 @@ describe("createAutoRunner", () => {
       expect(p.terminal?.unavailable_reason).toBe("reviewer_independence_unavailable");
     });
 
-    it("AM.identity-drift: a Reviewer whose identity changes mid-review ends at the safety boundary", async () => {
+    it("AM.states.6 AM.states.9: identity drift: a Reviewer whose identity changes mid-review ends at the safety boundary", async () => {
       const base = fakeReviewer("fake-pass");
       let fingerprint = base.identity.fingerprint;
       const drifting: ReviewerPort = {
@@ -307,7 +307,7 @@ describe("createAutoRunner", () => {
       ["fake-schema-invalid", "unparseable"],
       ["fake-unknown-ref", "unparseable"],
     ])(
-      "AM.review-attempts: %s is recorded per attempt (one retry) and ends review_unavailable, never a pass",
+      "AM.states.8: %s is recorded per attempt (one retry) and ends review_unavailable, never a pass",
       async (mode, outcome) => {
         const { projection, facts } = await runWith([completion()], [fakeReviewer(mode)]);
         expect(projection.state).toBe("review_unavailable");
@@ -319,7 +319,7 @@ describe("createAutoRunner", () => {
       20_000,
     );
 
-    it("AM.review-attempts: a tightened budget of one attempt permits no retry", async () => {
+    it("AM.states.8: a tightened budget of one attempt permits no retry", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-crash")], {
         budgets: { max_review_rounds: 1 },
       });
@@ -327,7 +327,7 @@ describe("createAutoRunner", () => {
       expect(projection.state).toBe("review_unavailable");
     });
 
-    it("AM.review-attempts: a transient failure then a pass is verified on the retry", async () => {
+    it("AM.states.8: a transient failure then a pass is verified on the retry", async () => {
       const good = fakeReviewer("fake-pass");
       let n = 0;
       const flaky: ReviewerPort = {
@@ -339,7 +339,7 @@ describe("createAutoRunner", () => {
       expect(projection.state).toBe("verified");
     });
 
-    it("AM.evidence-incomplete: missing adapter coverage is recorded exactly on every attempt and ends review_unavailable(evidence_incomplete)", async () => {
+    it("AM.states.8 AM.states.10: missing adapter coverage is recorded exactly on every attempt and ends review_unavailable(evidence_incomplete)", async () => {
       let calls = 0;
       const reviewer = fakeReviewer("fake-pass", {}, () => ["artifact:result.csv (csv adapter)"]);
       const counted: ReviewerPort = {
@@ -357,7 +357,7 @@ describe("createAutoRunner", () => {
   });
 
   describe("when findings are recorded (item 5)", () => {
-    it("AM.finding-identity: two runs reaching the same conclusion record two findings with one fingerprint, no key collision", async () => {
+    it("AM.findings.2: two runs reaching the same conclusion record two findings with one fingerprint, no key collision", async () => {
       const t = await setup();
       const mk = (run: typeof RUN) =>
         createAutoRunner({
@@ -376,7 +376,7 @@ describe("createAutoRunner", () => {
   });
 
   describe("when the run terminates (item 6)", () => {
-    it("AM.verified: a pass bound to the exact candidate and snapshot, promoted by compare-and-swap", async () => {
+    it("AM.states.3 AM.states.12: a pass bound to the exact candidate and snapshot, promoted by compare-and-swap", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-pass-minor")]);
       expect(projection.state).toBe("verified");
       expect(projection.user_truth).toBe("Verified");
@@ -386,7 +386,7 @@ describe("createAutoRunner", () => {
       expect(validate("terminal-record", projection.terminal).ok).toBe(true);
     });
 
-    it("AM.verified: delivered bytes that differ from the reviewed candidate are never Verified", async () => {
+    it("AM.states.4: delivered bytes that differ from the reviewed candidate are never Verified", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-pass")], {
         deliver: async () => new TextEncoder().encode("The answer is 43."),
       });
@@ -394,7 +394,7 @@ describe("createAutoRunner", () => {
       expect(projection.terminal_reason).toBe("safety_boundary");
     });
 
-    it("AM.completed-with-issues: an issues verdict under review_only stops with its reason, preserved candidate and N issues", async () => {
+    it("AM.states.7 AM.states.12: an issues verdict under review_only stops with its reason, preserved candidate and N issues", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-issues")]);
       expect(projection.state).toBe("completed_with_issues");
       expect(projection.terminal?.stop_reason).toBe("review_only");
@@ -403,13 +403,13 @@ describe("createAutoRunner", () => {
       expect(projection.candidate?.review_status).toBe("unverified");
     });
 
-    it("AM.safety-boundary: a pass with an open material finding is the safety boundary, never issues or Verified", async () => {
+    it("AM.states.9 AM.durable.4: a pass with an open material finding is the safety boundary, never issues or Verified", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-pass-material")]);
       expect(projection.terminal_reason).toBe("safety_boundary");
       expect(projection.user_truth).toBe("Failed · Safety boundary");
     });
 
-    it("AM.review-off: with result review off the run stays a provisional candidate", async () => {
+    it("AM.states.2: with result review off the run stays a provisional candidate", async () => {
       const t = await setup();
       const p = await createAutoRunner({
         store: t.store,

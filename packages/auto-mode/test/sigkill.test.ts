@@ -51,7 +51,7 @@ const PHASES = [
 
 describe.skipIf(!existsSync(DIST))("SIGKILL of the run process (needs `pnpm --filter @asp/auto-mode build`)", () => {
   it.each(["pass", "issues"])(
-    "AM.sigkill: killed after each committed transition (%s), the reopened projection is the last committed state, never Verified without its pass",
+    "AM.durable.1 AM.portable.1: killed after each committed transition (%s), the reopened projection is the last committed state, never Verified without its pass",
     async (verdict) => {
       for (let stopAt = 1; stopAt <= PHASES.length; stopAt++) {
         const t = await tempStore();
