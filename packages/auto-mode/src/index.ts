@@ -35,5 +35,5 @@ export type { AutoRunProjection, ProjectionFact, ProjectionInput } from "./proje
 export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
 export type { AttemptResult, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
 export { isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
-export type { AutoRunner, AutoRunnerOptions, AutoRunParams } from "./runner.js";
+export type { AutoRunner, AutoRunnerOptions, AutoRunParams, TerminalOutcome } from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";

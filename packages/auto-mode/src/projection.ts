@@ -411,7 +411,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       reviewsOf(id)
         .flatMap((r) => r.finding_ids)
         .map((f) => findingById.get(f))
-        .filter((f): f is Finding => f !== undefined && f.material && BLOCKING.has(f.status));
+        .filter((f): f is Finding => f?.material === true && BLOCKING.has(f.status));
     if (terminal.state === "verified") {
       const passes = reviewsOf(terminal.candidate_id).filter((r) => r.verdict === "pass" && r.selection === "selected");
       if (terminal.candidate_id !== latestRun.candidate_id) bad("verified names a candidate that is not the latest");

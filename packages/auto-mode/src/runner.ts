@@ -94,7 +94,12 @@ export interface AutoRunner {
   run(params: AutoRunParams): Promise<AutoRunProjection>;
 }
 
-type Outcome =
+/**
+ * How a run ends, before it is a terminal record: a terminal reason outside the five states, or
+ * one of the three review terminals the runner enters ({@link buildTerminalRecord} turns it into
+ * the record).
+ */
+export type TerminalOutcome =
   | {
       readonly kind: "reason";
       readonly reason: TerminalReason;
@@ -119,7 +124,7 @@ type Outcome =
  */
 export function buildTerminalRecord(
   base: Pick<TerminalRecord, "run" | "counters" | "event_id" | "committed_at">,
-  outcome: Outcome,
+  outcome: TerminalOutcome,
 ): TerminalRecord {
   const fields = {
     state: null,
@@ -252,7 +257,7 @@ class RunDriver {
     );
   }
 
-  async terminal(outcome: Outcome, extra: TransitionRecord[] = []): Promise<void> {
+  async terminal(outcome: TerminalOutcome, extra: TransitionRecord[] = []): Promise<void> {
     const eventId = this.#nextEventId();
     const at = this.#now();
     const terminal = buildTerminalRecord(
@@ -267,7 +272,9 @@ class RunDriver {
   }
 
   /** Drive the engine until a completion becomes a candidate, or the run ends without one. */
-  async produce(): Promise<{ candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | Outcome> {
+  async produce(): Promise<
+    { candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome
+  > {
     let completion: Extract<EngineStep, { kind: "completion" }> | null = null;
     for await (const step of this.#o.engine.run({ run: this.run })) {
       // Prose and tool results never make a candidate.
@@ -346,7 +353,7 @@ class RunDriver {
   }
 
   /** Review the candidate under the frozen independence policy and the attempt budget. */
-  async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<Outcome> {
+  async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<TerminalOutcome> {
     const reviewRunId = reviewRunIdOf(this.run, candidate.candidate_id, 1);
     const auditId = `audit:${reviewRunId.slice(7)}`;
     const selected = selectReviewer(this.#o.reviewers, {
@@ -393,7 +400,7 @@ class RunDriver {
       audit_request_digest: auditRequestDigest(request),
       assessment_digest: null,
     };
-    const unavailable = (reason: UnavailableReason): Outcome => ({
+    const unavailable = (reason: UnavailableReason): TerminalOutcome => ({
       kind: "unavailable",
       candidateId: candidate.candidate_id,
       reason,
@@ -511,7 +518,7 @@ class RunDriver {
   }
 
   /** Compare-and-swap promotion: the exact reviewed candidate, still the latest, bytes unchanged. */
-  async promote(candidate: Candidate): Promise<Outcome> {
+  async promote(candidate: Candidate): Promise<TerminalOutcome> {
     const store = this.#o.store;
     const check = await verifySnapshot(store, candidate.snapshot_digest as Digest).catch(() => null);
     if (check === null || !check.ok)

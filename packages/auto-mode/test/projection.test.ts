@@ -112,26 +112,25 @@ describe("projectAutoRun", () => {
         "run: frozen selection edited",
         "pass",
         (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.run,
-            (b) => void ((b.selection as Record<string, unknown>).result_review_mode = "off"),
-          ),
+          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
+            (b.selection as Record<string, unknown>).result_review_mode = "off";
+          }),
       ],
       [
         "run: candidate pointer moved",
         "pass",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.run, (b) => void (b.candidate_id = "candidate:other")),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
+            b.candidate_id = "candidate:other";
+          }),
       ],
       [
         "run: independence policy relaxed",
         "pass",
         (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.run,
-            (b) => void ((b.independence as Record<string, unknown>).policy = "same_fingerprint_allowed"),
-          ),
+          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
+            (b.independence as Record<string, unknown>).policy = "same_fingerprint_allowed";
+          }),
       ],
       [
         "candidate: payload digest swapped",
@@ -140,7 +139,9 @@ describe("projectAutoRun", () => {
           edit(
             f.facts,
             AUTO_FACT_KINDS.candidate,
-            (b) => void (b.payload_digest = `sha256:${"1".repeat(64)}`),
+            (b) => {
+              b.payload_digest = `sha256:${"1".repeat(64)}`;
+            },
             "first",
           ),
       ],
@@ -151,7 +152,9 @@ describe("projectAutoRun", () => {
           edit(
             f.facts,
             AUTO_FACT_KINDS.candidate,
-            (b) => void ((b.producer as Record<string, unknown>).fingerprint = "model-z"),
+            (b) => {
+              (b.producer as Record<string, unknown>).fingerprint = "model-z";
+            },
             "first",
           ),
       ],
@@ -163,32 +166,50 @@ describe("projectAutoRun", () => {
       [
         "snapshot: digest edited",
         "pass",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.snapshot, (b) => void (b.digest = `sha256:${"2".repeat(64)}`)),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.snapshot, (b) => {
+            b.digest = `sha256:${"2".repeat(64)}`;
+          }),
       ],
       [
         "review run: reviewer rewritten to the producer (self-review)",
         "pass",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.review, (b) => void (b.reviewer = { ...PRODUCER })),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
+            b.reviewer = { ...PRODUCER };
+          }),
       ],
       [
         "review run: bound to another snapshot",
         "pass",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.review, (b) => void (b.snapshot_digest = `sha256:${"3".repeat(64)}`)),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
+            b.snapshot_digest = `sha256:${"3".repeat(64)}`;
+          }),
       ],
       [
         "review run: issues verdict flipped to pass",
         "issues",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.review, (b) => void (b.verdict = "pass")),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
+            b.verdict = "pass";
+          }),
       ],
       [
         "finding: claim edited",
         "issues",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.finding, (b) => void (b.claim = "nothing is wrong")),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.finding, (b) => {
+            b.claim = "nothing is wrong";
+          }),
       ],
       [
         "finding: marked resolved",
         "issues",
-        (f) => edit(f.facts, AUTO_FACT_KINDS.finding, (b) => void (b.status = "resolved")),
+        (f) =>
+          edit(f.facts, AUTO_FACT_KINDS.finding, (b) => {
+            b.status = "resolved";
+          }),
       ],
       [
         "finding: severity lowered",
@@ -199,47 +220,49 @@ describe("projectAutoRun", () => {
         "terminal: counters edited",
         "pass",
         (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.terminal,
-            (b) => void ((b.counters as Record<string, number>).review_attempts = 0),
-          ),
+          edit(f.facts, AUTO_FACT_KINDS.terminal, (b) => {
+            (b.counters as Record<string, number>).review_attempts = 0;
+          }),
       ],
       [
         "ledger: limits loosened",
         "pass",
         (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.ledger,
-            (b) => void ((b.limits as Record<string, number>).max_review_rounds = 99),
-          ),
+          edit(f.facts, AUTO_FACT_KINDS.ledger, (b) => {
+            (b.limits as Record<string, number>).max_review_rounds = 99;
+          }),
       ],
       [
         "event: assessment edited (does not re-hash)",
         "pass",
         (f) =>
-          editEvent(
-            f.facts,
-            "auto_audit_completed",
-            (e) => void ((e.assessment as Record<string, unknown>).rationale = "forged"),
-          ),
+          editEvent(f.facts, "auto_audit_completed", (e) => {
+            (e.assessment as Record<string, unknown>).rationale = "forged";
+          }),
       ],
       [
         "event: audit request digest swapped",
         "pass",
         (f) =>
-          editEvent(f.facts, "auto_audit_started", (e) => void (e.audit_request_digest = `sha256:${"4".repeat(64)}`)),
+          editEvent(f.facts, "auto_audit_started", (e) => {
+            e.audit_request_digest = `sha256:${"4".repeat(64)}`;
+          }),
       ],
       [
         "event: candidate_ready names another snapshot",
         "pass",
-        (f) => editEvent(f.facts, "candidate_ready", (e) => void (e.snapshot_digest = `sha256:${"5".repeat(64)}`)),
+        (f) =>
+          editEvent(f.facts, "candidate_ready", (e) => {
+            e.snapshot_digest = `sha256:${"5".repeat(64)}`;
+          }),
       ],
       [
         "event: subject pairing crossed",
         "pass",
-        (f) => editEvent(f.facts, "auto_audit_started", (e) => void (e.subject_entity_kind = "approval_action")),
+        (f) =>
+          editEvent(f.facts, "auto_audit_started", (e) => {
+            e.subject_entity_kind = "approval_action";
+          }),
       ],
       [
         "audit row missing: auto_audit_completed deleted",

@@ -182,9 +182,9 @@ describe("createAutoRunner", () => {
       const ready = facts.find(
         (f) => f.kind === AUTO_FACT_KINDS.event && (f.record as { type: string }).type === "candidate_ready",
       );
-      const batch = facts.filter(
-        (f) => (f.record as { event_id: string }).event_id === (ready?.record as { event_id: string }).event_id,
-      );
+      const readyId = (ready?.record as { event_id?: string } | undefined)?.event_id;
+      expect(readyId).toBeDefined();
+      const batch = facts.filter((f) => (f.record as { event_id: string }).event_id === readyId);
       expect(batch.map((f) => f.kind).sort()).toEqual(
         [
           AUTO_FACT_KINDS.snapshot,
@@ -238,7 +238,12 @@ describe("createAutoRunner", () => {
         const reviewer = fakeReviewer("fake-pass", identity);
         const counted: ReviewerPort = {
           ...reviewer,
-          verifier: { verify: (r) => ((calls += 1), reviewer.verifier.verify(r)) },
+          verifier: {
+            verify: (r) => {
+              calls += 1;
+              return reviewer.verifier.verify(r);
+            },
+          },
         };
         const { projection, facts } = await runWith([completion()], [counted]);
         expect(calls).toBe(0);
@@ -344,7 +349,12 @@ describe("createAutoRunner", () => {
       const reviewer = fakeReviewer("fake-pass", {}, () => ["artifact:result.csv (csv adapter)"]);
       const counted: ReviewerPort = {
         ...reviewer,
-        verifier: { verify: (r) => ((calls += 1), reviewer.verifier.verify(r)) },
+        verifier: {
+          verify: (r) => {
+            calls += 1;
+            return reviewer.verifier.verify(r);
+          },
+        },
       };
       const { projection } = await runWith([completion()], [counted]);
       expect(calls).toBe(0);
