@@ -163,6 +163,28 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     if (!events.has(eventId)) bad(`records ${kinds.join(",")} have no committed event ${eventId}`);
   }
 
+  // Causal order: started first; a candidate is ready before it is audited; each attempt starts
+  // before it completes, and completes before the next starts; the terminal is last.
+  const ordered = [...events.values()].sort((a, b) => a.seq - b.seq).map((e) => ({ seq: e.seq, ev: e.event }));
+  const seqOf = (pred: (e: Record<string, unknown>) => boolean): number | undefined =>
+    ordered.find((o) => pred(o.ev))?.seq;
+  if (ordered[0] !== undefined && ordered[0].ev.type !== "auto_run_started")
+    bad("the first event is not auto_run_started");
+  for (const { seq, ev } of ordered) {
+    if (ev.type === "auto_audit_started" || ev.type === "auto_audit_completed") {
+      const ready = seqOf((e) => e.type === "candidate_ready" && e.candidate_id === ev.subject_id);
+      if (ready === undefined || ready > seq) bad(`audit ${String(ev.audit_id)} before its candidate was ready`);
+      const attempt = ev.attempt as number;
+      const prior =
+        ev.type === "auto_audit_completed"
+          ? seqOf((e) => e.type === "auto_audit_started" && e.audit_id === ev.audit_id && e.attempt === attempt)
+          : attempt > 1
+            ? seqOf((e) => e.type === "auto_audit_completed" && e.audit_id === ev.audit_id && e.attempt === attempt - 1)
+            : -1;
+      if (prior === undefined || prior > seq) bad(`audit ${String(ev.audit_id)} attempt ${attempt} out of order`);
+    }
+    if (ev.type === "auto_run_terminal" && seq !== ordered[ordered.length - 1]?.seq) bad("an event after the terminal");
+  }
   const runs = recs.run as Rec<AutoRun>[];
   const first = runs[0]?.body ?? null;
   const run = first?.run ?? null;

@@ -477,6 +477,22 @@ describe("projectAutoRun", () => {
           ),
           { numRuns: 300 },
         );
+        // Every permutation of the whole record set, too (the subset generator rarely draws one).
+        fc.assert(
+          fc.property(
+            fc.shuffledSubarray(
+              ts.map((_, i) => i),
+              { minLength: ts.length, maxLength: ts.length },
+            ),
+            (order) => {
+              const facts = order.flatMap((i) => ts[i] as ProjectionFact[]).map((x, i) => ({ ...x, seq: i + 1 }));
+              const p = project(f, facts);
+              if (p.state === "verified") expect(order).toEqual(ts.map((_, i) => i));
+              return true;
+            },
+          ),
+          { numRuns: 200 },
+        );
       }
     });
   });
