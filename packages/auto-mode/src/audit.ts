@@ -119,16 +119,11 @@ export function checkAuditCompletion(event: AutoAuditCompletedEvent): Assessment
   return assessment;
 }
 
-/** Build an `auto_audit_started` event for one attempt of a request (pure). */
-export function auditStartedEvent(
-  eventId: string,
-  committedAt: string,
-  request: AuditRequest,
-  attempt: number,
-): AutoAuditStartedEvent {
+// The fields both audit events carry, identically (the contract: same audit id, subject fields
+// and request digest on start and completion).
+function auditFields(eventId: string, committedAt: string, request: AuditRequest, attempt: number) {
   return {
     event_id: eventId,
-    type: "auto_audit_started",
     run: request.run,
     committed_at: committedAt,
     audit_id: request.audit_id,
@@ -140,6 +135,16 @@ export function auditStartedEvent(
   };
 }
 
+/** Build an `auto_audit_started` event for one attempt of a request (pure). */
+export function auditStartedEvent(
+  eventId: string,
+  committedAt: string,
+  request: AuditRequest,
+  attempt: number,
+): AutoAuditStartedEvent {
+  return { type: "auto_audit_started", ...auditFields(eventId, committedAt, request, attempt) };
+}
+
 /** Build the matching `auto_audit_completed` event carrying the assessment and its digest (pure). */
 export function auditCompletedEvent(
   eventId: string,
@@ -148,16 +153,8 @@ export function auditCompletedEvent(
   assessment: Assessment,
 ): AutoAuditCompletedEvent {
   return {
-    event_id: eventId,
     type: "auto_audit_completed",
-    run: request.run,
-    committed_at: committedAt,
-    audit_id: request.audit_id,
-    subject_kind: request.subject_kind,
-    subject_entity_kind: request.subject_entity_kind,
-    subject_id: request.subject_id,
-    attempt: assessment.attempt,
-    audit_request_digest: auditRequestDigest(request),
+    ...auditFields(eventId, committedAt, request, assessment.attempt),
     assessment,
     assessment_digest: assessmentDigest(assessment),
   };

@@ -95,3 +95,20 @@ export function fakeReviewer(
     ...(coverage === undefined ? {} : { coverage }),
   };
 }
+
+/** Wrap a Reviewer so a test can count the inference calls it received. */
+export function countingReviewer(reviewer: ReviewerPort): { port: ReviewerPort; calls: () => number } {
+  let calls = 0;
+  return {
+    port: {
+      ...reviewer,
+      verifier: {
+        verify: (r) => {
+          calls += 1;
+          return reviewer.verifier.verify(r);
+        },
+      },
+    },
+    calls: () => calls,
+  };
+}

@@ -84,6 +84,21 @@ function edit(
   fn(kind === AUTO_FACT_KINDS.event ? rec : (rec.body as Record<string, unknown>));
   return out;
 }
+/** A tamper: set `path` (dotted) in the body of the last (or first) fact of `kind`. */
+const set =
+  (kind: string, path: string, value: unknown, which: "last" | "first" = "last") =>
+  (f: Fixture): ProjectionFact[] =>
+    edit(
+      f.facts,
+      kind,
+      (b) => {
+        const keys = path.split(".");
+        const last = keys.pop() as string;
+        const target = keys.reduce((o, k) => o[k] as Record<string, unknown>, b);
+        target[last] = value;
+      },
+      which,
+    );
 const editEvent = (facts: FactEntry[], type: string, fn: (e: Record<string, unknown>) => void): ProjectionFact[] => {
   const out = clone(facts) as ProjectionFact[];
   const ev = out.find((f) => f.kind === AUTO_FACT_KINDS.event && (f.record as { type: string }).type === type);
@@ -108,130 +123,49 @@ describe("projectAutoRun", () => {
 
   describe("when a durable record is tampered with (tamper test: each kind)", () => {
     const cases: Array<[string, "pass" | "issues", (f: Fixture) => ProjectionFact[]]> = [
-      [
-        "run: frozen selection edited",
-        "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
-            (b.selection as Record<string, unknown>).result_review_mode = "off";
-          }),
-      ],
-      [
-        "run: candidate pointer moved",
-        "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
-            b.candidate_id = "candidate:other";
-          }),
-      ],
+      ["run: frozen selection edited", "pass", set(AUTO_FACT_KINDS.run, "selection.result_review_mode", "off")],
+      ["run: candidate pointer moved", "pass", set(AUTO_FACT_KINDS.run, "candidate_id", "candidate:other")],
       [
         "run: independence policy relaxed",
         "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.run, (b) => {
-            (b.independence as Record<string, unknown>).policy = "same_fingerprint_allowed";
-          }),
+        set(AUTO_FACT_KINDS.run, "independence.policy", "same_fingerprint_allowed"),
       ],
       [
         "candidate: payload digest swapped",
         "pass",
-        (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.candidate,
-            (b) => {
-              b.payload_digest = `sha256:${"1".repeat(64)}`;
-            },
-            "first",
-          ),
+        set(AUTO_FACT_KINDS.candidate, "payload_digest", `sha256:${"1".repeat(64)}`, "first"),
       ],
       [
         "candidate: producer swapped",
         "pass",
-        (f) =>
-          edit(
-            f.facts,
-            AUTO_FACT_KINDS.candidate,
-            (b) => {
-              (b.producer as Record<string, unknown>).fingerprint = "model-z";
-            },
-            "first",
-          ),
+        set(AUTO_FACT_KINDS.candidate, "producer.fingerprint", "model-z", "first"),
       ],
       [
         "snapshot: a ref dropped",
         "pass",
         (f) => edit(f.facts, AUTO_FACT_KINDS.snapshot, (b) => void (b.refs as unknown[]).pop()),
       ],
-      [
-        "snapshot: digest edited",
-        "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.snapshot, (b) => {
-            b.digest = `sha256:${"2".repeat(64)}`;
-          }),
-      ],
+      ["snapshot: digest edited", "pass", set(AUTO_FACT_KINDS.snapshot, "digest", `sha256:${"2".repeat(64)}`)],
       [
         "review run: reviewer rewritten to the producer (self-review)",
         "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
-            b.reviewer = { ...PRODUCER };
-          }),
+        set(AUTO_FACT_KINDS.review, "reviewer", { ...PRODUCER }),
       ],
       [
         "review run: bound to another snapshot",
         "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
-            b.snapshot_digest = `sha256:${"3".repeat(64)}`;
-          }),
+        set(AUTO_FACT_KINDS.review, "snapshot_digest", `sha256:${"3".repeat(64)}`),
       ],
-      [
-        "review run: issues verdict flipped to pass",
-        "issues",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.review, (b) => {
-            b.verdict = "pass";
-          }),
-      ],
-      [
-        "finding: claim edited",
-        "issues",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.finding, (b) => {
-            b.claim = "nothing is wrong";
-          }),
-      ],
-      [
-        "finding: marked resolved",
-        "issues",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.finding, (b) => {
-            b.status = "resolved";
-          }),
-      ],
+      ["review run: issues verdict flipped to pass", "issues", set(AUTO_FACT_KINDS.review, "verdict", "pass")],
+      ["finding: claim edited", "issues", set(AUTO_FACT_KINDS.finding, "claim", "nothing is wrong")],
+      ["finding: marked resolved", "issues", set(AUTO_FACT_KINDS.finding, "status", "resolved")],
       [
         "finding: severity lowered",
         "issues",
         (f) => edit(f.facts, AUTO_FACT_KINDS.finding, (b) => Object.assign(b, { severity: "info", material: false })),
       ],
-      [
-        "terminal: counters edited",
-        "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.terminal, (b) => {
-            (b.counters as Record<string, number>).review_attempts = 0;
-          }),
-      ],
-      [
-        "ledger: limits loosened",
-        "pass",
-        (f) =>
-          edit(f.facts, AUTO_FACT_KINDS.ledger, (b) => {
-            (b.limits as Record<string, number>).max_review_rounds = 99;
-          }),
-      ],
+      ["terminal: counters edited", "pass", set(AUTO_FACT_KINDS.terminal, "counters.review_attempts", 0)],
+      ["ledger: limits loosened", "pass", set(AUTO_FACT_KINDS.ledger, "limits.max_review_rounds", 99)],
       [
         "event: assessment edited (does not re-hash)",
         "pass",

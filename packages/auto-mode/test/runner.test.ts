@@ -14,7 +14,7 @@ import {
   readRunFacts,
   runIdOf,
 } from "../src/index.js";
-import { completion, FLAGS, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStore } from "./helpers.js";
+import { completion, countingReviewer, FLAGS, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStore } from "./helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -234,19 +234,9 @@ describe("createAutoRunner", () => {
     ])(
       "AM.states.5 AM.states.6: only %s available -> review_unavailable(reviewer_independence_unavailable) before any call",
       async (_n, identity) => {
-        let calls = 0;
-        const reviewer = fakeReviewer("fake-pass", identity);
-        const counted: ReviewerPort = {
-          ...reviewer,
-          verifier: {
-            verify: (r) => {
-              calls += 1;
-              return reviewer.verifier.verify(r);
-            },
-          },
-        };
-        const { projection, facts } = await runWith([completion()], [counted]);
-        expect(calls).toBe(0);
+        const counted = countingReviewer(fakeReviewer("fake-pass", identity));
+        const { projection, facts } = await runWith([completion()], [counted.port]);
+        expect(counted.calls()).toBe(0);
         expect(projection.state).toBe("review_unavailable");
         expect(projection.terminal?.unavailable_reason).toBe("reviewer_independence_unavailable");
         expect(eventTypes(facts)).not.toContain("auto_audit_started");
@@ -345,19 +335,9 @@ describe("createAutoRunner", () => {
     });
 
     it("AM.states.8 AM.states.10: missing adapter coverage is recorded exactly on every attempt and ends review_unavailable(evidence_incomplete)", async () => {
-      let calls = 0;
-      const reviewer = fakeReviewer("fake-pass", {}, () => ["artifact:result.csv (csv adapter)"]);
-      const counted: ReviewerPort = {
-        ...reviewer,
-        verifier: {
-          verify: (r) => {
-            calls += 1;
-            return reviewer.verifier.verify(r);
-          },
-        },
-      };
-      const { projection } = await runWith([completion()], [counted]);
-      expect(calls).toBe(0);
+      const counted = countingReviewer(fakeReviewer("fake-pass", {}, () => ["artifact:result.csv (csv adapter)"]));
+      const { projection } = await runWith([completion()], [counted.port]);
+      expect(counted.calls()).toBe(0);
       expect(projection.terminal?.unavailable_reason).toBe("evidence_incomplete");
       expect(projection.review_runs[0]?.attempts.map((a) => a.missing_coverage)).toEqual([
         ["artifact:result.csv (csv adapter)"],
