@@ -353,7 +353,8 @@ class RunDriver {
   }
 
   /** Review the candidate under the frozen independence policy and the attempt budget. */
-  async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<TerminalOutcome> {
+  /** Returns the outcome to commit, or null when the review already committed the terminal. */
+  async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<TerminalOutcome | null> {
     const reviewRunId = reviewRunIdOf(this.run, candidate.candidate_id, 1);
     const auditId = `audit:${reviewRunId.slice(7)}`;
     const selected = selectReviewer(this.#o.reviewers, {
@@ -407,8 +408,9 @@ class RunDriver {
     });
     if (selected === null || frozen === null) {
       // Pre-inference: no Reviewer satisfies the frozen policy; no call is made.
+      // The selection record and the terminal commit together; nothing is left to decide.
       await this.terminal(unavailable("reviewer_independence_unavailable"), [{ kind: "review", record: rr }]);
-      return { kind: "reason", reason: "safety_boundary", candidateId: null }; // already terminal; ignored by caller
+      return null;
     }
     const maxAttempts = Math.min(2, this.#record.budgets.max_review_rounds);
     let findings: Finding[] = [];
@@ -582,8 +584,7 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
           await driver.terminal(produced);
         } else if (params.selection.result_review_mode !== "off") {
           const outcome = await driver.review(produced.candidate, produced.snapshot, produced.payload);
-          const loaded = await loadAutoRunProjection(options.store, runId);
-          if (loaded.terminal === null) {
+          if (outcome !== null) {
             const final = outcome.kind === "verified" ? await driver.promote(outcome.candidate) : outcome;
             if (final.kind === "verified") {
               const promoted: Candidate = { ...final.candidate, review_status: "verified" };
