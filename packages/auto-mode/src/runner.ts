@@ -525,11 +525,6 @@ class RunDriver {
     const check = await verifySnapshot(store, candidate.snapshot_digest as Digest).catch(() => null);
     if (check === null || !check.ok)
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
-    const latest = await store.log.latest(`auto.run:${this.#runId}`);
-    const body = (latest?.record as { body?: AutoRun } | undefined)?.body;
-    if (body?.candidate_id !== candidate.candidate_id || body.generation !== this.#record.generation) {
-      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
-    }
     let delivered: Uint8Array;
     try {
       const payload = await store.objects.readBlob(candidate.payload_digest as Digest);
@@ -538,6 +533,13 @@ class RunDriver {
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
     }
     if (digestBytes(delivered) !== candidate.payload_digest) {
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    }
+    // Compare-and-swap, as late as possible: the run must still point at the exact reviewed
+    // candidate and generation (a newer candidate removes eligibility).
+    const latest = await store.log.latest(`auto.run:${this.#runId}`);
+    const body = (latest?.record as { body?: AutoRun } | undefined)?.body;
+    if (body?.candidate_id !== candidate.candidate_id || body.generation !== this.#record.generation) {
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
     }
     return { kind: "verified", candidate };

@@ -384,6 +384,41 @@ describe("createAutoRunner", () => {
       expect(projection.terminal_reason).toBe("safety_boundary");
     });
 
+    it("AM.states.3: compare-and-swap: a run whose candidate pointer moved after the review is never Verified", async () => {
+      const t = await setup();
+      const runId = runIdOf(RUN);
+      const runner = createAutoRunner({
+        store: t.store,
+        engine: createScriptedEngine({ actor: PRODUCER, steps: [completion()] }),
+        reviewers: [fakeReviewer("fake-pass")],
+        flags: FLAGS,
+        // Another writer moves the run to a newer candidate while the reviewed one is delivered.
+        deliver: async (_c, payload) => {
+          const latest = await t.store.log.latest(`auto.run:${runId}`);
+          const rec = latest?.record as { event_id: string; body: Record<string, unknown> };
+          await t.store.log.append([
+            {
+              kind: AUTO_FACT_KINDS.run,
+              record: { ...rec, body: { ...rec.body, candidate_id: "candidate:newer", generation: 2 } },
+              index: [{ name: RUN_ID_INDEX, value: runId }],
+              state: [`auto.run:${runId}`],
+            },
+          ]);
+          return payload;
+        },
+      });
+      const p = await runner.run({ run: RUN, selection: REVIEW_ONLY });
+      expect(p.state).not.toBe("verified");
+      expect(p.terminal_reason).toBe("safety_boundary");
+      const facts = await readRunFacts(t.store.log, runId);
+      const promoted = facts.filter(
+        (f) =>
+          f.kind === AUTO_FACT_KINDS.candidate &&
+          (f.record as { body: { review_status: string } }).body.review_status === "verified",
+      );
+      expect(promoted).toEqual([]);
+    });
+
     it("AM.states.7 AM.states.12: an issues verdict under review_only stops with its reason, preserved candidate and N issues", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-issues")]);
       expect(projection.state).toBe("completed_with_issues");
