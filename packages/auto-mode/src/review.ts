@@ -110,34 +110,40 @@ export async function runAttempt(
   subject: unknown,
   timeoutMs: number,
 ): Promise<AttemptResult> {
-  let missing: ReadonlyArray<string>;
-  try {
-    missing = reviewer.coverage === undefined ? [] : await reviewer.coverage(snapshot);
-  } catch {
-    return { outcome: "provider_failed", missing_coverage: [] };
-  }
-  if (!Array.isArray(missing) || missing.some((m) => typeof m !== "string" || m.length === 0)) {
-    return { outcome: "provider_failed", missing_coverage: [] };
-  }
-  if (missing.length > 0) return { outcome: "evidence_incomplete", missing_coverage: [...missing].sort() };
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), timeoutMs);
   });
+  // One deadline covers the adapter and the inference call: neither may hang the run.
+  const within = async <T>(work: () => T | Promise<T>): Promise<T | "timeout"> => Promise.race([work(), timeout]);
   try {
-    const answer = await Promise.race([
-      reviewer.verifier.verify({ kind: "review", subject, signal: controller.signal }),
-      timeout,
-    ]);
+    let missing: ReadonlyArray<string> | "timeout";
+    try {
+      missing =
+        reviewer.coverage === undefined
+          ? []
+          : await within(() => (reviewer.coverage as NonNullable<ReviewerPort["coverage"]>)(snapshot));
+    } catch {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
+    if (missing === "timeout") return { outcome: "timeout", missing_coverage: [] };
+    if (!Array.isArray(missing) || missing.some((m) => typeof m !== "string" || m.length === 0)) {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
+    if (missing.length > 0) return { outcome: "evidence_incomplete", missing_coverage: [...missing].sort() };
+    let answer: unknown;
+    try {
+      answer = await within(() => reviewer.verifier.verify({ kind: "review", subject, signal: controller.signal }));
+    } catch {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
     if (answer === "timeout") {
       controller.abort();
       return { outcome: "timeout", missing_coverage: [] };
     }
     const verdict = parseVerdict(answer, snapshot);
     return verdict === null ? { outcome: "unparseable", missing_coverage: [] } : { outcome: "verdict", verdict };
-  } catch {
-    return { outcome: "provider_failed", missing_coverage: [] };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
   }

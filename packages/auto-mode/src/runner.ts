@@ -171,6 +171,7 @@ export function buildTerminalRecord(
 }
 
 const utf8 = new TextEncoder();
+type Completion = Extract<EngineStep, { kind: "completion" }>;
 const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
 
 /** One run's state while it is driven (everything here is also committed before it is shown). */
@@ -275,19 +276,34 @@ class RunDriver {
   async produce(): Promise<
     { candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome
   > {
-    let completion: Extract<EngineStep, { kind: "completion" }> | null = null;
+    let driven: Completion | TerminalOutcome;
+    try {
+      driven = await this.#drive();
+    } catch {
+      // An Engine that throws is an ordinary Agent failure, never a candidate.
+      return { kind: "reason", reason: "agent_failed", candidateId: null };
+    }
+    return driven.kind === "completion" ? this.#candidate(driven) : driven;
+  }
+
+  /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
+  async #drive(): Promise<Completion | TerminalOutcome> {
     for await (const step of this.#o.engine.run({ run: this.run })) {
       // Prose and tool results never make a candidate.
       if (step.kind === "prose" || step.kind === "tool_result") continue;
       if (step.kind === "cancelled") return { kind: "reason", reason: "user_cancelled", candidateId: null };
       // The engine's own turn limit, not an Auto Mode budget: an ordinary Agent failure.
       if (step.kind === "max_turns") return { kind: "reason", reason: "agent_failed", candidateId: null };
-      if (step.kind === "completion") {
-        completion = step;
-        break;
-      }
+      if (step.kind === "completion") return step;
     }
-    if (completion === null || typeof completion.payload !== "string" || completion.payload.length === 0) {
+    return { kind: "reason", reason: "agent_failed", candidateId: null };
+  }
+
+  /** Store the completion's bytes, freeze its snapshot and commit the candidate transition. */
+  async #candidate(
+    completion: Completion,
+  ): Promise<{ candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome> {
+    if (typeof completion.payload !== "string" || completion.payload.length === 0) {
       return { kind: "reason", reason: "agent_failed", candidateId: null };
     }
     const { objects } = this.#o.store;

@@ -107,38 +107,37 @@ describe("createAutoRunner", () => {
     it("AM.api.6 AM.durable.2 AM.terminals.7: notifications go out only after the commit; a failed append notifies nothing", async () => {
       const t = await setup();
       let appends = 0;
+      // Event ids whose append resolved (is durable) so far.
+      const durable = new Set<string>();
       const failing: FactLog = {
         ...t.store.log,
         append: async (entries) => {
           appends += 1;
           // The candidate transition (2nd) fails, like a full disk.
           if (appends === 2) throw new Error("disk full");
-          return t.store.log.append(entries);
+          const committed = await t.store.log.append(entries);
+          for (const f of committed)
+            if (f.kind === AUTO_FACT_KINDS.event) durable.add((f.record as { event_id: string }).event_id);
+          return committed;
         },
         list: (q) => t.store.log.list(q),
         latest: (k) => t.store.log.latest(k),
       };
       const events: AutoEvent[] = [];
-      const seen: number[] = [];
+      const seen: boolean[] = [];
       const runner = createAutoRunner({
         store: { log: failing, objects: t.store.objects },
         engine: createScriptedEngine({ actor: PRODUCER, steps: [completion()] }),
         reviewers: [fakeReviewer("fake-pass")],
         flags: FLAGS,
-        onEvent: async (e) => {
+        onEvent: (e) => {
           events.push(e);
-          // Already durable when heard.
-          const facts = await t.store.log.list({ index: { name: RUN_ID_INDEX, value: runIdOf(RUN) } });
-          seen.push(
-            facts.filter(
-              (f) => f.kind === AUTO_FACT_KINDS.event && (f.record as { event_id: string }).event_id === e.event_id,
-            ).length,
-          );
+          seen.push(durable.has(e.event_id)); // already durable when heard
         },
       });
       const projection = await runner.run({ run: RUN, selection: REVIEW_ONLY });
       expect(events.map((e) => e.type)).toEqual(["auto_run_started", "auto_run_terminal"]);
-      expect(seen).toEqual([1, 1]);
+      expect(seen).toEqual([true, true]);
       // The audit persistence failure is the safety boundary, never a candidate.
       expect(projection.terminal_reason).toBe("safety_boundary");
       expect(projection.candidate).toBeNull();
@@ -223,6 +222,23 @@ describe("createAutoRunner", () => {
       expect(projection.candidate).toBeNull();
       expect(projection.terminal_reason).toBe(reason);
       expect(projection.problems).toEqual([]);
+    });
+    it("AM.states.2: an Engine that throws never enters candidate (agent_failed)", async () => {
+      const t = await setup();
+      const p = await createAutoRunner({
+        store: t.store,
+        engine: {
+          actor: PRODUCER,
+          // biome-ignore lint/correctness/useYield: the engine fails before its first step
+          async *run() {
+            throw new Error("model endpoint down");
+          },
+        },
+        reviewers: [fakeReviewer("fake-pass")],
+        flags: FLAGS,
+      }).run({ run: RUN, selection: REVIEW_ONLY });
+      expect(p.terminal_reason).toBe("agent_failed");
+      expect(p.candidate).toBeNull();
     });
   });
 
@@ -313,6 +329,14 @@ describe("createAutoRunner", () => {
       },
       20_000,
     );
+
+    it("AM.states.8: an evidence adapter that hangs is a timeout under the same deadline, never a pass", async () => {
+      const counted = countingReviewer(fakeReviewer("fake-pass", {}, () => new Promise<string[]>(() => {})));
+      const { projection } = await runWith([completion()], [counted.port]);
+      expect(counted.calls()).toBe(0);
+      expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
+      expect(projection.terminal?.unavailable_reason).toBe("no_admissible_verdict");
+    }, 20_000);
 
     it("AM.states.8: a tightened budget of one attempt permits no retry", async () => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-crash")], {
