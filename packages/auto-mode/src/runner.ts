@@ -562,6 +562,15 @@ class RunDriver {
   }
 }
 
+// A selection alone enables nothing: result review runs only while a review stage is on (Stage 3
+// shadow or Stage 4 gate; telling the two apart at runtime is issue 14 item 7).
+function reviews(selection: AutoModeSelection, flags: StageFlags): boolean {
+  return (
+    selection.result_review_mode !== "off" &&
+    (flags.isEnabled("stage3_scientific_review_shadow") || flags.isEnabled("stage4_review_completion_gate"))
+  );
+}
+
 /**
  * Create the Auto Run runner over injected ports (store, Engine, Reviewers, stage flags, clock).
  * Every transition and its canonical event commit in one atomic append; `onEvent` hears of it
@@ -600,7 +609,7 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         const produced = await driver.produce();
         if ("kind" in produced) {
           await driver.terminal(produced);
-        } else if (params.selection.result_review_mode !== "off") {
+        } else if (reviews(params.selection, options.flags)) {
           const outcome = await driver.review(produced.candidate, produced.snapshot, produced.payload);
           if (outcome !== null) {
             const final = outcome.kind === "verified" ? await driver.promote(outcome.candidate) : outcome;

@@ -458,6 +458,14 @@ describe("createAutoRunner", () => {
       expect(projection.user_truth).toBe("Failed · Safety boundary");
     });
 
+    it("AM.modes.4: review_only selected but no review stage on: no review runs, the run stays a provisional candidate", async () => {
+      const { projection, facts } = await runWith([completion()], [fakeReviewer("fake-pass")], {
+        flags: createStageFlags(["stage2_auto_run_storage"]),
+      });
+      expect(projection.state).toBe("candidate");
+      expect(eventTypes(facts)).toEqual(["auto_run_started", "candidate_ready"]);
+    });
+
     it("AM.states.2: with result review off the run stays a provisional candidate", async () => {
       const t = await setup();
       const p = await createAutoRunner({
