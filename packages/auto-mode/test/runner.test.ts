@@ -400,10 +400,14 @@ describe("createAutoRunner", () => {
       expect(validate("terminal-record", projection.terminal).ok).toBe(true);
     });
 
-    it("AM.states.4: delivered bytes that differ from the reviewed candidate are never Verified", async () => {
-      const { projection } = await runWith([completion()], [fakeReviewer("fake-pass")], {
-        deliver: async () => new TextEncoder().encode("The answer is 43."),
-      });
+    it.each<[string, () => Promise<Uint8Array>]>([
+      [
+        "delivered bytes that differ from the reviewed candidate",
+        async () => new TextEncoder().encode("The answer is 43."),
+      ],
+      ["a delivery that fails after the review", async () => Promise.reject(new Error("connection reset"))],
+    ])("AM.states.4: %s are never Verified", async (_n, deliver) => {
+      const { projection } = await runWith([completion()], [fakeReviewer("fake-pass")], { deliver });
       expect(projection.state).not.toBe("verified");
       expect(projection.terminal_reason).toBe("safety_boundary");
     });
