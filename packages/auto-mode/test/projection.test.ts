@@ -6,6 +6,7 @@ import {
   AUTO_FACT_KINDS,
   type AutoRunProjection,
   buildTerminalRecord,
+  commitTransition,
   createAutoRunner,
   createScriptedEngine,
   loadAutoRunProjection,
@@ -262,6 +263,40 @@ describe("projectAutoRun", () => {
         },
       } as unknown as Store;
       expectFailClosed(await loadAutoRunProjection(lossy, RUN_ID));
+    });
+
+    it("AM.durable.3 AM.durable.4: a writer with store access appends a forged verified terminal to an issues run -> safety_boundary", async () => {
+      const t = await tempStore();
+      cleanups.push(t.cleanup);
+      const p = await createAutoRunner({
+        store: t.store,
+        engine: createScriptedEngine({ actor: PRODUCER, steps: [completion()] }),
+        reviewers: [fakeReviewer("fake-issues")],
+        flags: FLAGS,
+      }).run({ run: RUN, selection: REVIEW_ONLY });
+      expect(p.state).toBe("completed_with_issues");
+      const cand = p.candidate as Candidate;
+      const eventId = "event:forged";
+      const at = new Date().toISOString();
+      const terminal = buildTerminalRecord(
+        { run: RUN, counters: (p.terminal as TerminalRecord).counters, event_id: eventId, committed_at: at },
+        { kind: "verified", candidate: cand },
+      );
+      const facts = await readRunFacts(t.store.log, RUN_ID);
+      const lastRun = [...facts].reverse().find((x) => x.kind === AUTO_FACT_KINDS.run)?.record as { body: AutoRun };
+      const ledger = [...facts].reverse().find((x) => x.kind === AUTO_FACT_KINDS.ledger)?.record as { body: unknown };
+      // Schema-valid records and event, committed through the real fact log (the chain verifies).
+      await commitTransition(t.store.log, RUN_ID, {
+        event: { event_id: eventId, type: "auto_run_terminal", run: RUN, committed_at: at, terminal },
+        records: [
+          { kind: "candidate", record: { ...cand, review_status: "verified" } },
+          { kind: "terminal", record: terminal },
+          { kind: "run", record: { ...lastRun.body, state: "verified", terminal_reason: null } },
+          { kind: "ledger", record: ledger.body },
+        ],
+      });
+      expect((await t.store.log.verify()).ok).toBe(true);
+      expectFailClosed(await loadAutoRunProjection(t.store, RUN_ID));
     });
 
     it("AM.durable.3: a fact log that does not verify -> safety_boundary", async () => {
