@@ -408,6 +408,30 @@ describe("projectAutoRun", () => {
       return [...groups.values()];
     };
 
+    it("AM.durable.3: the projection is total: arbitrary facts never throw and never project Verified", () => {
+      const kinds = Object.values(AUTO_FACT_KINDS);
+      const f = fixtures.pass;
+      fc.assert(
+        fc.property(
+          fc.array(
+            fc.record({
+              kind: fc.constantFrom(...kinds),
+              record: fc.oneof(fc.anything(), fc.record({ event_id: fc.string(), body: fc.anything() })),
+            }),
+            { maxLength: 12 },
+          ),
+          fc.subarray(f.facts),
+          (junk, real) => {
+            const facts = [...real, ...junk].map((x, i) => ({ ...x, seq: i + 1 })) as ProjectionFact[];
+            const p = project(f, facts);
+            expect(p.state === "verified" && junk.length > 0).toBe(false);
+            return true;
+          },
+        ),
+        { numRuns: 200 },
+      );
+    });
+
     it("AM.durable.1 AM.portable.1: a crash after any transition projects the last committed state, never Verified early", () => {
       const f = fixtures.pass;
       const ts = transitions(f.facts);
