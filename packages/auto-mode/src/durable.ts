@@ -18,6 +18,11 @@ export const AUTO_FACT_KINDS = Object.freeze({
 /** One of the record kinds of {@link AUTO_FACT_KINDS} (everything but the event). */
 export type AutoRecordKind = Exclude<keyof typeof AUTO_FACT_KINDS, "event">;
 
+/** The fact log state key whose latest entry is a run's latest `auto.run` record. */
+export function runStateKey(runId: string): string {
+  return `auto.run:${runId}`;
+}
+
 /** The fact index every fact of one run carries: name `auto.run_id`, value the run id. */
 export const RUN_ID_INDEX = "auto.run_id";
 
@@ -119,7 +124,7 @@ export async function commitTransition(log: FactLog, runId: string, transition: 
     kind: AUTO_FACT_KINDS[r.kind],
     record: { event_id: transition.event.event_id, body: r.record } satisfies RecordFact,
     index,
-    ...(r.kind === "run" ? { state: [`auto.run:${runId}`] } : {}),
+    ...(r.kind === "run" ? { state: [runStateKey(runId)] } : {}),
   }));
   facts.push({ kind: AUTO_FACT_KINDS.event, record: transition.event, index });
   try {

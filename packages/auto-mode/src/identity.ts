@@ -1,38 +1,24 @@
 import type { FindingSeverity, RunIdentity } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
+import { checkRunIdentity } from "@asp/rollout";
 import { AutoModeError } from "./errors.js";
-
-const RUN_FIELDS = ["root_frame_id", "branch_id", "turn_id", "execution_id"] as const;
 
 /**
  * Check a run identity: root_frame_id + branch_id + turn_id + execution_id, each a non-empty
- * string of at most 256 characters, and nothing else. Returns a copy.
+ * string of at most 256 characters, and nothing else (the one check, `@asp/rollout`'s
+ * `checkRunIdentity`, under this package's code). Returns a copy.
  *
  * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` naming the first bad field.
  */
 export function checkRun(run: unknown): RunIdentity {
-  if (typeof run !== "object" || run === null || Array.isArray(run)) {
-    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "a run identity is an object", { data: { key: "run" } });
+  try {
+    return checkRunIdentity(run);
+  } catch (cause) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "not a run identity", {
+      cause,
+      data: { key: (cause as { data?: { key?: unknown } }).data?.key ?? "run" },
+    });
   }
-  const keys = Object.keys(run);
-  for (const key of keys) {
-    if (!(RUN_FIELDS as ReadonlyArray<string>).includes(key)) {
-      throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", `unknown run identity field ${key}`, {
-        data: { key },
-      });
-    }
-  }
-  const out: Record<string, string> = {};
-  for (const field of RUN_FIELDS) {
-    const value = (run as Record<string, unknown>)[field];
-    if (typeof value !== "string" || value.length === 0 || value.length > 256) {
-      throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", `run identity needs ${field} (1-256 chars)`, {
-        data: { key: field },
-      });
-    }
-    out[field] = value;
-  }
-  return out as unknown as RunIdentity;
 }
 
 /**

@@ -16,7 +16,15 @@ export {
   checkAuditCompletion,
 } from "./audit.js";
 export type { AutoEvent, AutoRecordKind, RecordFact, Transition, TransitionRecord } from "./durable.js";
-export { AUTO_FACT_KINDS, checkEvent, checkRecord, commitTransition, RUN_ID_INDEX, readRunFacts } from "./durable.js";
+export {
+  AUTO_FACT_KINDS,
+  checkEvent,
+  checkRecord,
+  commitTransition,
+  RUN_ID_INDEX,
+  readRunFacts,
+  runStateKey,
+} from "./durable.js";
 export type {
   ActorIdentity,
   CompletionArtifact,

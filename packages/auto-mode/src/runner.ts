@@ -39,7 +39,7 @@ import {
   auditRequestDigest,
   auditStartedEvent,
 } from "./audit.js";
-import { type AutoEvent, commitTransition, readRunFacts, type TransitionRecord } from "./durable.js";
+import { type AutoEvent, commitTransition, readRunFacts, runStateKey, type TransitionRecord } from "./durable.js";
 import type { ActorIdentity, Engine, EngineStep } from "./engine.js";
 import { AutoModeError } from "./errors.js";
 import { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
@@ -553,7 +553,7 @@ class RunDriver {
     }
     // Compare-and-swap, as late as possible: the run must still point at the exact reviewed
     // candidate and generation (a newer candidate removes eligibility).
-    const latest = await store.log.latest(`auto.run:${this.#runId}`);
+    const latest = await store.log.latest(runStateKey(this.#runId));
     const body = (latest?.record as { body?: AutoRun } | undefined)?.body;
     if (body?.candidate_id !== candidate.candidate_id || body.generation !== this.#record.generation) {
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };

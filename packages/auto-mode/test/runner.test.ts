@@ -13,6 +13,7 @@ import {
   RUN_ID_INDEX,
   readRunFacts,
   runIdOf,
+  runStateKey,
 } from "../src/index.js";
 import { completion, countingReviewer, FLAGS, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStore } from "./helpers.js";
 
@@ -422,14 +423,14 @@ describe("createAutoRunner", () => {
         flags: FLAGS,
         // Another writer moves the run to a newer candidate while the reviewed one is delivered.
         deliver: async (_c, payload) => {
-          const latest = await t.store.log.latest(`auto.run:${runId}`);
+          const latest = await t.store.log.latest(runStateKey(runId));
           const rec = latest?.record as { event_id: string; body: Record<string, unknown> };
           await t.store.log.append([
             {
               kind: AUTO_FACT_KINDS.run,
               record: { ...rec, body: { ...rec.body, candidate_id: "candidate:newer", generation: 2 } },
               index: [{ name: RUN_ID_INDEX, value: runId }],
-              state: [`auto.run:${runId}`],
+              state: [runStateKey(runId)],
             },
           ]);
           return payload;
