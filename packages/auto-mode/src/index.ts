@@ -1,0 +1,47 @@
+/**
+ * `@asp/auto-mode`: the Auto Run core. Durable runs in the `@asp/evidence` fact log (every
+ * transition and its canonical event in one atomic append), an injected Engine (a scripted one
+ * ships), independent Reviewer selection over verifier ports, bounded review attempts, finding
+ * identity, the contract's terminal states, and one fail-closed projection from durable records.
+ *
+ * @packageDocumentation
+ */
+
+export type { Assessment, AssessmentFinding, AuditRequest } from "./audit.js";
+export {
+  assessmentDigest,
+  auditCompletedEvent,
+  auditRequestDigest,
+  auditStartedEvent,
+  checkAuditCompletion,
+} from "./audit.js";
+export type { AutoEvent, AutoRecordKind, RecordFact, Transition, TransitionRecord } from "./durable.js";
+export {
+  AUTO_FACT_KINDS,
+  checkEvent,
+  checkRecord,
+  commitTransition,
+  RUN_ID_INDEX,
+  readRunFacts,
+  runStateKey,
+} from "./durable.js";
+export type {
+  ActorIdentity,
+  CompletionArtifact,
+  CompletionEvidence,
+  Engine,
+  EngineParams,
+  EngineScript,
+  EngineStep,
+} from "./engine.js";
+export { AUTO_MODE_TOKENS, createScriptedEngine } from "./engine.js";
+export type { AutoModeErrorCode } from "./errors.js";
+export { AUTO_MODE_ERROR_CODES, AutoModeError } from "./errors.js";
+export type { FindingContent } from "./identity.js";
+export { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
+export type { AutoRunProjection, ProjectionFact, ProjectionInput } from "./projection.js";
+export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
+export type { AttemptResult, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
+export { isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
+export type { AutoRunner, AutoRunnerOptions, AutoRunParams, TerminalOutcome } from "./runner.js";
+export { buildTerminalRecord, createAutoRunner } from "./runner.js";

@@ -1,0 +1,150 @@
+import {
+  type AttemptOutcome,
+  type EvidenceSnapshot,
+  FINDING_SEVERITIES,
+  type FindingSeverity,
+  type IndependencePolicy,
+  REVIEW_VERDICTS,
+  type ReviewVerdict,
+  type Verifier,
+} from "@asp/contracts";
+import type { ActorIdentity } from "./engine.js";
+import type { FindingContent } from "./identity.js";
+
+/**
+ * A Reviewer the host may select: a verifier port (contracts `Verifier`, e.g. a verifier plugin's
+ * `init` result) with the identity it runs under and its read-only evidence adapter.
+ */
+export interface ReviewerPort {
+  /** Who answers. Read before every attempt: a change from the frozen identity is drift. */
+  readonly identity: ActorIdentity & { readonly model?: string };
+  readonly verifier: Verifier;
+  /**
+   * The read-only evidence adapter: the required material of the snapshot it cannot cover (empty
+   * when it covers everything). Absent: the adapter covers every ref.
+   */
+  coverage?(snapshot: EvidenceSnapshot): ReadonlyArray<string> | Promise<ReadonlyArray<string>>;
+}
+
+/** The frozen independence policy of a run and the actors that may never review its candidate. */
+export interface IndependenceInput {
+  readonly policy: IndependencePolicy;
+  /** The candidate's producer (fingerprint frozen when the run started). */
+  readonly producer: ActorIdentity;
+  /** Repair actors and promotion actors: never eligible, whatever their model. */
+  readonly excluded: ReadonlyArray<Pick<ActorIdentity, "actor_id" | "session_id">>;
+}
+
+/**
+ * Whether a Reviewer identity is eligible. Actor and session independence is absolute (not the
+ * producer, no Repair or promotion actor); the fingerprint rule follows the frozen policy (by
+ * default the Reviewer fingerprint differs from the producer's). Pure.
+ */
+export function isEligibleReviewer(reviewer: ActorIdentity, input: IndependenceInput): boolean {
+  const actors = [input.producer, ...input.excluded];
+  if (actors.some((a) => a.actor_id === reviewer.actor_id || a.session_id === reviewer.session_id)) return false;
+  if (input.policy === "distinct_fingerprint" && reviewer.fingerprint === input.producer.fingerprint) return false;
+  return true;
+}
+
+/** The first eligible Reviewer in the given order, or null (no inference call is admitted). Pure. */
+export function selectReviewer(reviewers: ReadonlyArray<ReviewerPort>, input: IndependenceInput): ReviewerPort | null {
+  return reviewers.find((r) => isEligibleReviewer(r.identity, input)) ?? null;
+}
+
+/** An admissible verdict, parsed and schema-checked against the reviewed snapshot. */
+export interface ParsedVerdict {
+  readonly verdict: ReviewVerdict;
+  readonly findings: ReadonlyArray<FindingContent>;
+  readonly rationale: string | null;
+}
+
+const CATEGORY = /^[a-z][a-z0-9_.-]*$/;
+
+/**
+ * Parse a Reviewer's answer as a verdict over `snapshot`, or null when it is not admissible: not a
+ * review answer, an unknown verdict or severity, a malformed finding, a finding citing a ref the
+ * snapshot does not hold, or an `issues` verdict without findings. Total over any input. Pure.
+ */
+export function parseVerdict(answer: unknown, snapshot: EvidenceSnapshot): ParsedVerdict | null {
+  if (typeof answer !== "object" || answer === null) return null;
+  const a = answer as { kind?: unknown; verdict?: unknown; findings?: unknown; rationale?: unknown };
+  if (a.kind !== "review" || !(REVIEW_VERDICTS as ReadonlyArray<unknown>).includes(a.verdict)) return null;
+  if (!Array.isArray(a.findings) || a.findings.length > 1_000) return null;
+  const names = new Set(snapshot.refs.map((r) => r.name));
+  const findings: FindingContent[] = [];
+  for (const f of a.findings as unknown[]) {
+    if (typeof f !== "object" || f === null) return null;
+    const x = f as Record<string, unknown>;
+    if (!(FINDING_SEVERITIES as ReadonlyArray<unknown>).includes(x.severity)) return null;
+    if (typeof x.category !== "string" || x.category.length > 128 || !CATEGORY.test(x.category)) return null;
+    if (typeof x.claim !== "string" || x.claim.length === 0 || x.claim.length > 10_000) return null;
+    if (!Array.isArray(x.evidence_refs) || x.evidence_refs.length > 256) return null;
+    const refs = x.evidence_refs as unknown[];
+    if (!refs.every((r): r is string => typeof r === "string" && names.has(r))) return null;
+    findings.push({
+      severity: x.severity as FindingSeverity,
+      category: x.category,
+      claim: x.claim,
+      evidence_refs: [...new Set(refs as string[])].sort(),
+    });
+  }
+  if (a.verdict === "issues" && findings.length === 0) return null;
+  const rationale = typeof a.rationale === "string" ? a.rationale.slice(0, 10_000) : null;
+  return { verdict: a.verdict as ReviewVerdict, findings, rationale };
+}
+
+/** The result of one bounded attempt. */
+export type AttemptResult =
+  | { readonly outcome: "verdict"; readonly verdict: ParsedVerdict }
+  | { readonly outcome: Exclude<AttemptOutcome, "verdict">; readonly missing_coverage: ReadonlyArray<string> };
+
+/**
+ * Run one attempt against a Reviewer: the evidence adapter first (missing coverage: no inference),
+ * then the verifier under a timeout. A timeout, a thrown/rejected call and an inadmissible answer
+ * are each recorded as their outcome; none is a pass.
+ */
+export async function runAttempt(
+  reviewer: ReviewerPort,
+  snapshot: EvidenceSnapshot,
+  subject: unknown,
+  timeoutMs: number,
+): Promise<AttemptResult> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  // One deadline covers the adapter and the inference call: neither may hang the run.
+  const within = async <T>(work: () => T | Promise<T>): Promise<T | "timeout"> => Promise.race([work(), timeout]);
+  try {
+    let missing: ReadonlyArray<string> | "timeout";
+    try {
+      missing =
+        reviewer.coverage === undefined
+          ? []
+          : await within(() => (reviewer.coverage as NonNullable<ReviewerPort["coverage"]>)(snapshot));
+    } catch {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
+    if (missing === "timeout") return { outcome: "timeout", missing_coverage: [] };
+    if (!Array.isArray(missing) || missing.some((m) => typeof m !== "string" || m.length === 0)) {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
+    if (missing.length > 0) return { outcome: "evidence_incomplete", missing_coverage: [...missing].sort() };
+    let answer: unknown;
+    try {
+      answer = await within(() => reviewer.verifier.verify({ kind: "review", subject, signal: controller.signal }));
+    } catch {
+      return { outcome: "provider_failed", missing_coverage: [] };
+    }
+    if (answer === "timeout") {
+      controller.abort();
+      return { outcome: "timeout", missing_coverage: [] };
+    }
+    const verdict = parseVerdict(answer, snapshot);
+    return verdict === null ? { outcome: "unparseable", missing_coverage: [] } : { outcome: "verdict", verdict };
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}

@@ -1,0 +1,632 @@
+import type {
+  AttemptOutcome,
+  AutoRun,
+  BudgetLimit,
+  Candidate,
+  EvidenceSnapshot,
+  Finding,
+  IndependencePolicy,
+  ReviewRun,
+  RunIdentity,
+  StopReason,
+  TerminalReason,
+  TerminalRecord,
+  UnavailableReason,
+} from "@asp/contracts";
+import { checkTerminalRecord, isMaterialSeverity, terminalUserTruth } from "@asp/contracts";
+import {
+  canonicalize,
+  type Digest,
+  digestBytes,
+  type EvidenceRef,
+  freezeSnapshot,
+  type Store,
+  toEvidenceSnapshot,
+  verifySnapshot,
+} from "@asp/evidence";
+import {
+  type AutoModeSelection,
+  type BudgetMeter,
+  type BudgetSet,
+  createBudgetMeter,
+  DEFAULT_BUDGETS,
+  type StageFlags,
+} from "@asp/rollout";
+import {
+  type Assessment,
+  type AuditRequest,
+  auditCompletedEvent,
+  auditRequestDigest,
+  auditStartedEvent,
+} from "./audit.js";
+import { type AutoEvent, commitTransition, readRunFacts, runStateKey, type TransitionRecord } from "./durable.js";
+import type { ActorIdentity, Engine, EngineStep } from "./engine.js";
+import { AutoModeError } from "./errors.js";
+import { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
+import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
+import { type AttemptResult, type ReviewerPort, runAttempt, selectReviewer } from "./review.js";
+
+/** Options of {@link createAutoRunner}: the injected ports and the trusted settings. */
+export interface AutoRunnerOptions {
+  /** The store whose fact log holds every run record (a real level store in production). */
+  readonly store: Pick<Store, "log" | "objects">;
+  readonly engine: Engine;
+  /** Candidate Reviewers, in order of preference; the first eligible one is selected. */
+  readonly reviewers: ReadonlyArray<ReviewerPort>;
+  readonly flags: StageFlags;
+  /** Defaults to the system clock. */
+  readonly clock?: { now(): Date };
+  /** Per-attempt Reviewer timeout in ms (default 60,000). */
+  readonly attemptTimeoutMs?: number;
+  /** Repair and promotion actors: never eligible to review, whatever their model. */
+  readonly excludedActors?: ReadonlyArray<Pick<ActorIdentity, "actor_id" | "session_id">>;
+  /**
+   * Deliver the reviewed candidate and return the exact bytes delivered; Verified requires them
+   * byte-identical to the reviewed payload. Default: the payload as read back from the store.
+   */
+  readonly deliver?: (candidate: Candidate, payload: Uint8Array) => Promise<Uint8Array>;
+  /** Notified with each event after its transition committed (never before, never on failure). */
+  readonly onEvent?: (event: AutoEvent) => void;
+}
+
+/** What one Auto Run is started with. */
+export interface AutoRunParams {
+  readonly run: RunIdentity;
+  /** The resolved selection (Stage 2), frozen with the run. */
+  readonly selection: AutoModeSelection;
+  /** The frozen budget set (default: the contract's ceilings). */
+  readonly budgets?: BudgetSet;
+  /** The frozen fingerprint rule (default `distinct_fingerprint`). */
+  readonly independencePolicy?: IndependencePolicy;
+}
+
+/** Runs Auto Runs to a committed state and returns their projection. */
+export interface AutoRunner {
+  /**
+   * Start and drive one Auto Run: engine to candidate, independent review, terminal. Returns the
+   * projection of what committed.
+   *
+   * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off), `ASP_AUTO_MODE_RUN_EXISTS`,
+   *   `ASP_AUTO_MODE_INVALID_OPTION`, `ASP_AUTO_MODE_UNSUPPORTED` (auto_fix with stage 5 on: Repair
+   *   is not built yet), `ASP_AUTO_MODE_PERSIST_FAILED` when not even the safety-boundary terminal
+   *   could commit.
+   */
+  run(params: AutoRunParams): Promise<AutoRunProjection>;
+}
+
+/**
+ * How a run ends, before it is a terminal record: a terminal reason outside the five states, or
+ * one of the three review terminals the runner enters ({@link buildTerminalRecord} turns it into
+ * the record).
+ */
+export type TerminalOutcome =
+  | {
+      readonly kind: "reason";
+      readonly reason: TerminalReason;
+      readonly candidateId: string | null;
+      readonly limit?: BudgetLimit;
+    }
+  | { readonly kind: "verified"; readonly candidate: Candidate }
+  | {
+      readonly kind: "issues";
+      readonly candidateId: string;
+      readonly stop: StopReason;
+      readonly unresolved: string[];
+      readonly limit?: BudgetLimit;
+    }
+  | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason };
+
+/**
+ * Build a terminal record from an outcome, with its exact user truth, checked with
+ * `checkTerminalRecord`. Pure.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` when the user truth would not check.
+ */
+export function buildTerminalRecord(
+  base: Pick<TerminalRecord, "run" | "counters" | "event_id" | "committed_at">,
+  outcome: TerminalOutcome,
+): TerminalRecord {
+  const fields = {
+    state: null,
+    terminal_reason: null,
+    stop_reason: null,
+    unavailable_reason: null,
+    candidate_id: null,
+    unresolved_finding_ids: [],
+    exhausted_limit: null,
+    guardian_record_id: null,
+  } as Record<string, unknown>;
+  if (outcome.kind === "reason") {
+    Object.assign(fields, {
+      terminal_reason: outcome.reason,
+      candidate_id: outcome.candidateId,
+      exhausted_limit: outcome.reason === "budget_exhausted" ? (outcome.limit ?? null) : null,
+    });
+  } else if (outcome.kind === "verified") {
+    Object.assign(fields, { state: "verified", candidate_id: outcome.candidate.candidate_id });
+  } else if (outcome.kind === "issues") {
+    Object.assign(fields, {
+      state: "completed_with_issues",
+      stop_reason: outcome.stop,
+      candidate_id: outcome.candidateId,
+      unresolved_finding_ids: outcome.unresolved,
+      exhausted_limit: outcome.stop === "budget_exhausted" ? (outcome.limit ?? null) : null,
+    });
+  } else {
+    Object.assign(fields, {
+      state: "review_unavailable",
+      unavailable_reason: outcome.reason,
+      candidate_id: outcome.candidateId,
+    });
+  }
+  const record = { ...base, ...fields } as unknown as TerminalRecord;
+  const full = { ...record, user_truth: terminalUserTruth(record) } as TerminalRecord;
+  const problem = checkTerminalRecord(full);
+  if (problem !== null) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_RECORD", "terminal user truth does not check", {
+      data: { ...problem },
+    });
+  }
+  return full;
+}
+
+const utf8 = new TextEncoder();
+type Completion = Extract<EngineStep, { kind: "completion" }>;
+const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
+
+/** One run's state while it is driven (everything here is also committed before it is shown). */
+class RunDriver {
+  readonly #o: AutoRunnerOptions;
+  readonly #clock: { now(): Date };
+  readonly #runId: string;
+  readonly #hex: string;
+  #events = 0;
+  #record: AutoRun;
+  readonly #meter: BudgetMeter;
+  readonly #producer: ActorIdentity;
+
+  constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
+    this.#o = o;
+    this.#clock = o.clock ?? { now: () => new Date() };
+    this.#runId = runId;
+    this.#hex = runId.slice(7);
+    this.#producer = { ...o.engine.actor };
+    const budgets = params.budgets ?? DEFAULT_BUDGETS;
+    this.#meter = createBudgetMeter({
+      run,
+      budgets,
+      flags: o.flags,
+      clock: { now: () => this.#clock.now().getTime() },
+    });
+    const now = this.#now();
+    this.#record = {
+      $$type: "@asp/AutoRun",
+      version: 1,
+      run,
+      selection: { ...params.selection },
+      budgets: { ...budgets },
+      independence: {
+        policy: params.independencePolicy ?? "distinct_fingerprint",
+        producer_fingerprint: this.#producer.fingerprint,
+      },
+      state: null,
+      terminal_reason: null,
+      candidate_id: null,
+      generation: 0,
+      imported: false,
+      created_at: now,
+      updated_at: now,
+    } as AutoRun;
+  }
+
+  #now(): string {
+    return this.#clock.now().toISOString();
+  }
+
+  #nextEventId(): string {
+    this.#events += 1;
+    return `event:${this.#hex}:${this.#events}`;
+  }
+
+  get run(): RunIdentity {
+    return this.#record.run;
+  }
+
+  /** Commit one transition (records + run record + ledger + event), then notify. */
+  async commit(event: AutoEvent, records: TransitionRecord[], next: Partial<AutoRun> = {}): Promise<void> {
+    const record = { ...this.#record, ...next, updated_at: event.committed_at as string } as AutoRun;
+    await commitTransition(this.#o.store.log, this.#runId, {
+      event,
+      records: [...records, { kind: "run", record }, { kind: "ledger", record: this.#meter.toJSON() }],
+    });
+    this.#record = record;
+    this.#o.onEvent?.(event);
+  }
+
+  async start(): Promise<void> {
+    const at = this.#now();
+    await this.commit(
+      {
+        event_id: this.#nextEventId(),
+        type: "auto_run_started",
+        run: this.run,
+        committed_at: at,
+        selection: this.#record.selection,
+        budgets: this.#record.budgets,
+      },
+      [],
+    );
+  }
+
+  async terminal(outcome: TerminalOutcome, extra: TransitionRecord[] = []): Promise<void> {
+    const eventId = this.#nextEventId();
+    const at = this.#now();
+    const terminal = buildTerminalRecord(
+      { run: this.run, counters: this.#meter.toJSON().consumed, event_id: eventId, committed_at: at },
+      outcome,
+    );
+    await this.commit(
+      { event_id: eventId, type: "auto_run_terminal", run: this.run, committed_at: at, terminal },
+      [...extra, { kind: "terminal", record: terminal }],
+      { state: terminal.state, terminal_reason: terminal.terminal_reason },
+    );
+  }
+
+  /** Drive the engine until a completion becomes a candidate, or the run ends without one. */
+  async produce(): Promise<
+    { candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome
+  > {
+    let driven: Completion | TerminalOutcome;
+    try {
+      driven = await this.#drive();
+    } catch {
+      // An Engine that throws is an ordinary Agent failure, never a candidate.
+      return { kind: "reason", reason: "agent_failed", candidateId: null };
+    }
+    return driven.kind === "completion" ? this.#candidate(driven) : driven;
+  }
+
+  /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
+  async #drive(): Promise<Completion | TerminalOutcome> {
+    for await (const step of this.#o.engine.run({ run: this.run })) {
+      // Prose and tool results never make a candidate.
+      if (step.kind === "prose" || step.kind === "tool_result") continue;
+      if (step.kind === "cancelled") return { kind: "reason", reason: "user_cancelled", candidateId: null };
+      // The engine's own turn limit, not an Auto Mode budget: an ordinary Agent failure.
+      if (step.kind === "max_turns") return { kind: "reason", reason: "agent_failed", candidateId: null };
+      if (step.kind === "completion") return step;
+    }
+    return { kind: "reason", reason: "agent_failed", candidateId: null };
+  }
+
+  /** Store the completion's bytes, freeze its snapshot and commit the candidate transition. */
+  async #candidate(
+    completion: Completion,
+  ): Promise<{ candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome> {
+    if (typeof completion.payload !== "string" || completion.payload.length === 0) {
+      return { kind: "reason", reason: "agent_failed", candidateId: null };
+    }
+    const { objects } = this.#o.store;
+    const payload = utf8.encode(completion.payload);
+    const refs: EvidenceRef[] = [{ name: "payload", kind: "blob", digest: await objects.putBlob(payload) }];
+    const versions: Candidate["artifact_versions"] = [];
+    try {
+      for (const a of completion.artifacts) {
+        const d = await objects.putBlob(a.bytes);
+        refs.push({ name: `artifact:${a.artifact_id}`, kind: "blob", digest: d });
+        versions.push({ artifact_id: a.artifact_id, version_id: a.version_id, checksum: d });
+      }
+      for (const e of completion.evidence) {
+        refs.push(
+          "bytes" in e
+            ? { name: e.name, kind: "blob", digest: await objects.putBlob(e.bytes) }
+            : { ...e.ref, name: e.name },
+        );
+      }
+    } catch {
+      return { kind: "reason", reason: "agent_failed", candidateId: null };
+    }
+    const payloadDigest = refs[0]?.digest as Digest;
+    let frozen: Awaited<ReturnType<typeof freezeSnapshot>>;
+    try {
+      // A snapshot that cannot be frozen completely (an unresolved ref: a partial snapshot) is the
+      // safety boundary, never a candidate.
+      frozen = await freezeSnapshot(this.#o.store, { refs, labels: { run_id: this.#runId } });
+    } catch {
+      return { kind: "reason", reason: "safety_boundary", candidateId: null };
+    }
+    const generation = this.#record.generation + 1;
+    const candidateId = candidateIdOf(this.run, generation, payloadDigest, frozen.digest);
+    const at = this.#now();
+    const snapshot = toEvidenceSnapshot(frozen, { run: this.run, candidateId, createdAt: at });
+    const candidate: Candidate = {
+      candidate_id: candidateId,
+      run: this.run,
+      snapshot_digest: frozen.digest,
+      payload_digest: payloadDigest,
+      artifact_versions: versions,
+      producer: { ...this.#producer },
+      review_status: "candidate",
+      parent_candidate_id: null,
+      created_at: at,
+    };
+    await this.commit(
+      {
+        event_id: this.#nextEventId(),
+        type: "candidate_ready",
+        run: this.run,
+        committed_at: at,
+        candidate_id: candidateId,
+        snapshot_digest: frozen.digest,
+      },
+      [
+        { kind: "snapshot", record: snapshot },
+        { kind: "candidate", record: candidate },
+      ],
+      { state: "candidate", candidate_id: candidateId, generation },
+    );
+    return { candidate, snapshot, payload };
+  }
+
+  /** Review the candidate under the frozen independence policy and the attempt budget. */
+  /** Returns the outcome to commit, or null when the review already committed the terminal. */
+  async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<TerminalOutcome | null> {
+    const reviewRunId = reviewRunIdOf(this.run, candidate.candidate_id, 1);
+    const auditId = `audit:${reviewRunId.slice(7)}`;
+    const selected = selectReviewer(this.#o.reviewers, {
+      policy: this.#record.independence.policy,
+      producer: this.#producer,
+      excluded: this.#o.excludedActors ?? [],
+    });
+    const frozen = selected === null ? null : { ...selected.identity };
+    const request: AuditRequest = {
+      audit_id: auditId,
+      subject_kind: "result_review",
+      subject_entity_kind: "candidate_evidence_snapshot",
+      subject_id: candidate.candidate_id,
+      run: this.run,
+      review_run_id: reviewRunId,
+      candidate_payload_digest: candidate.payload_digest,
+      snapshot_digest: candidate.snapshot_digest,
+      reviewer:
+        frozen === null
+          ? null
+          : { actor_id: frozen.actor_id, session_id: frozen.session_id, fingerprint: frozen.fingerprint },
+    };
+    let rr: ReviewRun = {
+      review_run_id: reviewRunId,
+      run: this.run,
+      candidate_id: candidate.candidate_id,
+      candidate_payload_digest: candidate.payload_digest,
+      snapshot_digest: candidate.snapshot_digest,
+      selection: selected === null ? "reviewer_independence_unavailable" : "selected",
+      selected_at: this.#now(),
+      reviewer:
+        frozen === null
+          ? null
+          : {
+              actor_id: frozen.actor_id,
+              session_id: frozen.session_id,
+              fingerprint: frozen.fingerprint,
+              ...(frozen.model === undefined ? {} : { model: frozen.model }),
+            },
+      attempts: [],
+      verdict: null,
+      finding_ids: [],
+      audit_id: auditId,
+      audit_request_digest: auditRequestDigest(request),
+      assessment_digest: null,
+    };
+    const unavailable = (reason: UnavailableReason): TerminalOutcome => ({
+      kind: "unavailable",
+      candidateId: candidate.candidate_id,
+      reason,
+    });
+    if (selected === null || frozen === null) {
+      // Pre-inference: no Reviewer satisfies the frozen policy; no call is made.
+      // The selection record and the terminal commit together; nothing is left to decide.
+      await this.terminal(unavailable("reviewer_independence_unavailable"), [{ kind: "review", record: rr }]);
+      return null;
+    }
+    const maxAttempts = Math.min(2, this.#record.budgets.max_review_rounds);
+    let findings: Finding[] = [];
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const admitted = this.#meter.admitReviewAttempt(candidate.candidate_id);
+      if (!admitted.admitted) break;
+      if (!same(selected.identity, frozen))
+        return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+      const startedAt = this.#now();
+      await this.commit(auditStartedEvent(this.#nextEventId(), startedAt, request, attempt) as unknown as AutoEvent, [
+        { kind: "review", record: rr },
+      ]);
+      const result: AttemptResult = await runAttempt(
+        selected,
+        snapshot,
+        { candidate_id: candidate.candidate_id, payload: new TextDecoder().decode(payload), snapshot },
+        this.#o.attemptTimeoutMs ?? 60_000,
+      );
+      // A reply under a drifted identity binding is an integrity failure, never a verdict.
+      if (!same(selected.identity, frozen))
+        return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+      const completedAt = this.#now();
+      findings =
+        result.outcome === "verdict"
+          ? result.verdict.findings.map((f) => {
+              const fingerprint = findingFingerprint(f);
+              return {
+                finding_id: findingIdOf(reviewRunId, fingerprint),
+                review_run_id: reviewRunId,
+                fingerprint,
+                severity: f.severity,
+                material: isMaterialSeverity(f.severity),
+                category: f.category,
+                claim: f.claim,
+                evidence_refs: [...f.evidence_refs],
+                status: "open",
+              } satisfies Finding;
+            })
+          : [];
+      // Two findings with the same content in one run are one finding.
+      findings = [...new Map(findings.map((f) => [f.finding_id, f])).values()];
+      const outcome: AttemptOutcome = result.outcome;
+      const missing = result.outcome === "verdict" ? [] : [...result.missing_coverage];
+      const final = result.outcome === "verdict" || attempt === maxAttempts;
+      const assessment: Assessment = {
+        audit_request_digest: rr.audit_request_digest as Digest,
+        subject_kind: "result_review",
+        subject_entity_kind: "candidate_evidence_snapshot",
+        subject_id: candidate.candidate_id,
+        attempt,
+        verdict: result.outcome === "verdict" ? result.verdict.verdict : null,
+        decision: null,
+        findings: findings.map((f) => ({
+          finding_id: f.finding_id,
+          fingerprint: f.fingerprint as Digest,
+          severity: f.severity,
+          category: f.category,
+          claim: f.claim,
+          evidence_refs: f.evidence_refs,
+        })),
+        risk: null,
+        authorization: null,
+        outcome,
+        rationale: result.outcome === "verdict" ? result.verdict.rationale : null,
+        failure: result.outcome === "verdict" ? null : { outcome, missing_coverage: missing },
+        bookkeeping: { durable: true, retry: attempt > 1, final },
+      };
+      const completed = auditCompletedEvent(this.#nextEventId(), completedAt, request, assessment);
+      rr = {
+        ...rr,
+        attempts: [
+          ...rr.attempts,
+          {
+            attempt,
+            outcome,
+            started_at: startedAt,
+            completed_at: completedAt,
+            ...(outcome === "evidence_incomplete" ? { missing_coverage: missing } : {}),
+          },
+        ],
+        verdict: assessment.verdict,
+        finding_ids: findings.map((f) => f.finding_id),
+        assessment_digest: assessment.verdict === null ? null : completed.assessment_digest,
+      };
+      await this.commit(completed as unknown as AutoEvent, [
+        { kind: "review", record: rr },
+        ...findings.map((f) => ({ kind: "finding" as const, record: f })),
+      ]);
+      if (result.outcome === "verdict") break;
+    }
+    const last = rr.attempts[rr.attempts.length - 1];
+    if (rr.verdict === null || last === undefined) {
+      return unavailable(last?.outcome === "evidence_incomplete" ? "evidence_incomplete" : "no_admissible_verdict");
+    }
+    if (rr.verdict === "issues") {
+      return {
+        kind: "issues",
+        candidateId: candidate.candidate_id,
+        stop: "review_only",
+        unresolved: findings.map((f) => f.finding_id),
+      };
+    }
+    // A pass beside an open material finding is contradictory: the safety boundary.
+    if (findings.some((f) => f.material))
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    return { kind: "verified", candidate };
+  }
+
+  /** Compare-and-swap promotion: the exact reviewed candidate, still the latest, bytes unchanged. */
+  async promote(candidate: Candidate): Promise<TerminalOutcome> {
+    const store = this.#o.store;
+    const check = await verifySnapshot(store, candidate.snapshot_digest as Digest).catch(() => null);
+    if (check === null || !check.ok)
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    let delivered: Uint8Array;
+    try {
+      const payload = await store.objects.readBlob(candidate.payload_digest as Digest);
+      delivered = this.#o.deliver === undefined ? payload : await this.#o.deliver(candidate, payload);
+    } catch {
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    }
+    if (digestBytes(delivered) !== candidate.payload_digest) {
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    }
+    // Compare-and-swap, as late as possible: the run must still point at the exact reviewed
+    // candidate and generation (a newer candidate removes eligibility).
+    const latest = await store.log.latest(runStateKey(this.#runId));
+    const body = (latest?.record as { body?: AutoRun } | undefined)?.body;
+    if (body?.candidate_id !== candidate.candidate_id || body.generation !== this.#record.generation) {
+      return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    }
+    return { kind: "verified", candidate };
+  }
+}
+
+// A selection alone enables nothing: result review runs only while a review stage is on (Stage 3
+// shadow or Stage 4 gate; telling the two apart at runtime is issue 14 item 7).
+function reviews(selection: AutoModeSelection, flags: StageFlags): boolean {
+  return (
+    selection.result_review_mode !== "off" &&
+    (flags.isEnabled("stage3_scientific_review_shadow") || flags.isEnabled("stage4_review_completion_gate"))
+  );
+}
+
+/**
+ * Create the Auto Run runner over injected ports (store, Engine, Reviewers, stage flags, clock).
+ * Every transition and its canonical event commit in one atomic append; `onEvent` hears of it
+ * only afterwards.
+ *
+ * @example
+ * ```ts
+ * const runner = createAutoRunner({ store, engine: createScriptedEngine(script), reviewers, flags });
+ * const projection = await runner.run({ run, selection });
+ * projection.user_truth; // "Verified"
+ * ```
+ */
+export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
+  return {
+    async run(params) {
+      const run = checkRun(params.run);
+      if (!options.flags.isEnabled("stage2_auto_run_storage")) {
+        throw new AutoModeError("ASP_AUTO_MODE_STAGE_DISABLED", "Auto Run storage needs stage2_auto_run_storage", {
+          data: { stage: "stage2_auto_run_storage" },
+        });
+      }
+      if (params.selection.result_review_mode === "auto_fix" && options.flags.isEnabled("stage5_auto_repair")) {
+        throw new AutoModeError("ASP_AUTO_MODE_UNSUPPORTED", "Repair Runs (stage 5) are not built yet", {
+          data: { stage: "stage5_auto_repair" },
+        });
+      }
+      const runId = runIdOf(run);
+      if ((await readRunFacts(options.store.log, runId)).length > 0) {
+        throw new AutoModeError("ASP_AUTO_MODE_RUN_EXISTS", "a run with this identity already exists", {
+          data: { runId },
+        });
+      }
+      const driver = new RunDriver(options, params, run, runId);
+      await driver.start();
+      try {
+        const produced = await driver.produce();
+        if ("kind" in produced) {
+          await driver.terminal(produced);
+        } else if (reviews(params.selection, options.flags)) {
+          const outcome = await driver.review(produced.candidate, produced.snapshot, produced.payload);
+          if (outcome !== null) {
+            const final = outcome.kind === "verified" ? await driver.promote(outcome.candidate) : outcome;
+            if (final.kind === "verified") {
+              const promoted: Candidate = { ...final.candidate, review_status: "verified" };
+              await driver.terminal(final, [{ kind: "candidate", record: promoted }]);
+            } else {
+              await driver.terminal(final);
+            }
+          }
+        }
+      } catch (error) {
+        if (!(error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PERSIST_FAILED")) throw error;
+        // A required record did not commit: the safety boundary, if even that can commit.
+        await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null });
+      }
+      return loadAutoRunProjection(options.store, runId);
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { RunIdentity, Verifier, VerifyResponse } from "@asp/contracts";
+import { openStore, type Store } from "@asp/evidence";
+import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
+import type { ActorIdentity, EngineStep, ReviewerPort } from "../src/index.js";
+
+const FAKE = fileURLToPath(new URL("./fixtures/fake-reviewer.mjs", import.meta.url));
+
+/** A real level store in a temp dir, and how to remove it. */
+export async function tempStore(): Promise<{ store: Store; dir: string; cleanup: () => Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "asp-auto-mode-"));
+  const store = await openStore(dir);
+  return {
+    store,
+    dir,
+    cleanup: async () => {
+      await store.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const RUN: RunIdentity = {
+  root_frame_id: "frame-1",
+  branch_id: "branch-1",
+  turn_id: "turn-1",
+  execution_id: "exec-1",
+};
+export const PRODUCER: ActorIdentity = {
+  actor_id: "agent-main",
+  session_id: "session-main",
+  fingerprint: "model-a;cfg-1",
+};
+export const REVIEW_ONLY: AutoModeSelection = {
+  preset: "off",
+  result_review_mode: "review_only",
+  approvals_reviewer: "user",
+  source: "frame",
+  normalized: false,
+};
+export const FLAGS = createStageFlags(["stage2_auto_run_storage", "stage4_review_completion_gate"]);
+
+/** A valid completion step with one artifact and one evidence blob. */
+export function completion(payload = "The answer is 42."): EngineStep {
+  return {
+    kind: "completion",
+    payload,
+    artifacts: [{ artifact_id: "result.csv", version_id: "v1", bytes: new TextEncoder().encode("x,y\n1,2\n") }],
+    evidence: [{ name: "notes", bytes: new TextEncoder().encode("derivation") }],
+  };
+}
+
+/** A verifier backed by a real subprocess running one `fake-*` behaviour. */
+export function subprocessVerifier(mode: string): Verifier {
+  return {
+    verify(request) {
+      return new Promise<VerifyResponse>((resolve, reject) => {
+        const child = spawn(process.execPath, [FAKE, mode], { stdio: ["pipe", "pipe", "ignore"] });
+        let out = "";
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString("utf8");
+        });
+        request.signal?.addEventListener("abort", () => child.kill("SIGKILL"), { once: true });
+        child.on("error", reject);
+        child.on("close", (code) => {
+          if (code !== 0) return reject(new Error(`reviewer exited ${code}`));
+          // An answer that is not JSON reaches the host as it is: the parser, not the transport, refuses it.
+          try {
+            resolve(JSON.parse(out) as VerifyResponse);
+          } catch {
+            resolve(out as unknown as VerifyResponse);
+          }
+        });
+        child.stdin.end(`${JSON.stringify({ subject: request.kind === "review" ? request.subject : null })}\n`);
+      });
+    },
+  };
+}
+
+let sessions = 0;
+/** A Reviewer port over a `fake-*` subprocess, independent of {@link PRODUCER} unless told otherwise. */
+export function fakeReviewer(
+  mode: string,
+  identity: Partial<ActorIdentity> = {},
+  coverage?: ReviewerPort["coverage"],
+): ReviewerPort {
+  sessions += 1;
+  return {
+    identity: { actor_id: `reviewer-${mode}`, session_id: `rs-${sessions}`, fingerprint: "model-b;cfg-1", ...identity },
+    verifier: subprocessVerifier(mode),
+    ...(coverage === undefined ? {} : { coverage }),
+  };
+}
+
+/** Wrap a Reviewer so a test can count the inference calls it received. */
+export function countingReviewer(reviewer: ReviewerPort): { port: ReviewerPort; calls: () => number } {
+  let calls = 0;
+  return {
+    port: {
+      ...reviewer,
+      verifier: {
+        verify: (r) => {
+          calls += 1;
+          return reviewer.verifier.verify(r);
+        },
+      },
+    },
+    calls: () => calls,
+  };
+}
