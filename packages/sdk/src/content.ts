@@ -49,6 +49,29 @@ interface SubtreeListing {
 }
 
 /**
+ * Resolve a `/`-separated relative path against a repository folder (`""` is the root),
+ * applying `.` and `..` segments; `null` when the result would leave the repository. Repository
+ * content is untrusted: an import specifier or a link target must never reach outside the tree.
+ *
+ * @example
+ * ```ts
+ * resolveRelative("src/lib", "../util/a.ts"); // "src/util/a.ts"
+ * resolveRelative("", "../etc/passwd");        // null
+ * ```
+ */
+export function resolveRelative(dir: string, path: string): string | null {
+  const out = dir === "" ? [] : dir.split("/");
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      if (out.length === 0) return null;
+      out.pop();
+    } else out.push(part);
+  }
+  return out.join("/");
+}
+
+/**
  * Throws the signal's reason (or an `Error("aborted")` when it has none) when the request was
  * cancelled or passed its deadline; does nothing for an absent or live signal.
  */

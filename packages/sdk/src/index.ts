@@ -16,7 +16,7 @@
  */
 
 export type { ContentSource, TreeListing } from "./content.js";
-export { TextCache, TreeLister, throwIfAborted } from "./content.js";
+export { resolveRelative, TextCache, TreeLister, throwIfAborted } from "./content.js";
 export type { SdkErrorCode } from "./errors.js";
 export { SDK_ERROR_CODES, SdkError } from "./errors.js";
 export type {

@@ -518,15 +518,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
           results: outcome.results,
         };
         if (outcome.error !== undefined) result.error = outcome.error;
-        const r = validate("protocol-inspect-result", result);
-        if (!r.ok) {
-          const first = r.errors[0];
-          throw new ResponseError(
-            PROTOCOL_ERRORS.internalError,
-            `the provider's inspect result is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
-          );
-        }
-        return r.value;
+        return validOrInternalError(validate("protocol-inspect-result", result), "inspect result");
       },
     );
   });
@@ -546,15 +538,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
         operations: outcome.operations,
       };
       if (outcome.description !== undefined) plan.description = outcome.description;
-      const r = validateEditPlan(plan);
-      if (!r.ok) {
-        const first = r.errors[0];
-        throw new ResponseError(
-          PROTOCOL_ERRORS.internalError,
-          `the provider's edit plan is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
-        );
-      }
-      return r.value;
+      return validOrInternalError(validateEditPlan(plan), "edit plan");
     });
   });
 
@@ -582,4 +566,19 @@ function boundTo(
   };
   if (environment !== undefined) bound.environment = environment.tree;
   return bound;
+}
+
+/** The validated value, or an internal error naming the first problem of the provider's own answer. */
+function validOrInternalError<T>(
+  r:
+    | { readonly ok: true; readonly value: T }
+    | { readonly ok: false; readonly errors: readonly { pointer: string; message: string }[] },
+  what: string,
+): T {
+  if (r.ok) return r.value;
+  const first = r.errors[0];
+  throw new ResponseError(
+    PROTOCOL_ERRORS.internalError,
+    `the provider's ${what} is invalid: ${first?.pointer || "/"} ${first?.message ?? ""}`,
+  );
 }

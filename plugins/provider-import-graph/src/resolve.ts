@@ -1,14 +1,7 @@
+import { resolveRelative } from "@asp/sdk";
 /** Normalize a `/`-separated relative path (`.` and `..` segments); `null` when it leaves the root. */
 export function normalizePath(path: string): string | null {
-  const out: string[] = [];
-  for (const part of path.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") {
-      if (out.length === 0) return null;
-      out.pop();
-    } else out.push(part);
-  }
-  return out.join("/");
+  return resolveRelative("", path);
 }
 
 const dirOf = (path: string): string => {

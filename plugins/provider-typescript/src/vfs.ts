@@ -1,5 +1,5 @@
 import type { ContentSource, TextCache, TreeEntryInfo, TreeListing } from "@asp/sdk";
-import { throwIfAborted } from "@asp/sdk";
+import { resolveRelative, throwIfAborted } from "@asp/sdk";
 
 /** Where the repository lives in the compiler's virtual file system. */
 export const ROOT = "/repo";
@@ -351,15 +351,7 @@ export class OverlayFs {
 /** Join a link's folder and its (relative) target; null for an absolute or escaping target. */
 function resolveLink(dir: string, target: string): string | null {
   if (target === "" || target.startsWith("/") || target.includes("\0") || /^[A-Za-z]:/.test(target)) return null;
-  const out = dir === "" ? [] : dir.split("/");
-  for (const part of target.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") {
-      if (out.length === 0) return null;
-      out.pop();
-    } else out.push(part);
-  }
-  return out.join("/");
+  return resolveRelative(dir, target);
 }
 
 function messageOf(error: unknown): string {
