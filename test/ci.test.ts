@@ -20,12 +20,16 @@ describe("README and CI", () => {
     expect(main).toContain("pnpm asp gate --config examples/asp.host.json --repo examples/demo-repo");
     expect(demo).toBe("pnpm demo");
     expect(test).toBe("corepack enable && pnpm install --frozen-lockfile && pnpm test");
-    // The one other block: bubblewrap from Debian when bwrap is missing (the sandbox tests need it).
-    const bwrapBlock = /^if ! command -v bwrap [^\n]*\n[\s\S]*?^fi$/m;
-    expect(ciRun).toMatch(bwrapBlock);
-    expect(ciRun.match(bwrapBlock)?.[0]).toContain("apt-get install -y -qq bubblewrap");
+    // The one other block: Debian packages the tests need when missing (bubblewrap for the sandbox
+    // tests, postgresql for the throwaway clusters of the PostgreSQL store and queue tests).
+    const aptBlock = /^missing=\(\)\n[\s\S]*?^fi$/m;
+    expect(ciRun).toMatch(aptBlock);
+    const apt = ciRun.match(aptBlock)?.[0] ?? "";
+    expect(apt).toContain("missing+=(bubblewrap)");
+    expect(apt).toContain("missing+=(postgresql)");
+    expect(apt).toContain('apt-get install -y -qq "${missing[@]}"');
     const commands = ciRun
-      .replace(bwrapBlock, "")
+      .replace(aptBlock, "")
       .split("\n")
       .filter((l) => l.trim() !== "" && !l.startsWith("#") && !/^(set|cd|export) /.test(l));
     // Exactly the test command (its status kept), then the self-gate (issue 17) only when it passed.

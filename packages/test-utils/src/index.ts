@@ -1,2 +1,4 @@
 export { git } from "./git.js";
 export { toThrowWithCode } from "./matchers.js";
+export type { ThrowawayPostgres } from "./postgres.js";
+export { findPostgresBin, startPostgres } from "./postgres.js";
