@@ -179,7 +179,7 @@ describe("verifier-openai through plugin-host and the Auto Mode runner", () => {
     });
   });
 
-  it("AM.findings: an issues verdict becomes open findings and completed_with_issues", async () => {
+  it("AM.findings.3: an issues verdict becomes open findings and completed_with_issues", async () => {
     server.answer(reply(issues(["artifact:result.csv"])));
     const projection = await autoRun(await reviewerPort(options()));
     expect(projection.state).toBe("completed_with_issues");

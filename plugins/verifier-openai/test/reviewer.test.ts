@@ -99,7 +99,7 @@ describe("verifier-openai Reviewer", () => {
       ]);
     });
 
-    it("AM.findings: an issues verdict's findings carry title, claim, category, severity and refs that parseVerdict accepts", async () => {
+    it("AM.findings.3: an issues verdict's findings carry title, claim, category, severity and refs that parseVerdict accepts", async () => {
       server.answer(reply(issues(["artifact:result.csv", "payload", "payload"])));
       const answer = await review();
       expect(answer).toEqual({
