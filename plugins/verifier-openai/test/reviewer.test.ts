@@ -102,18 +102,12 @@ describe("verifier-openai Reviewer", () => {
     it("AM.findings.3: an issues verdict's findings carry title, claim, category, severity and refs that parseVerdict accepts", async () => {
       server.answer(reply(issues(["artifact:result.csv", "payload", "payload"])));
       const answer = await review();
+      // The server's finding, its refs de-duplicated, and no rationale (not in ReviewResponse).
+      const sent = (issues() as { findings: object[] }).findings[0];
       expect(answer).toEqual({
         kind: "review",
         verdict: "issues",
-        findings: [
-          {
-            severity: "major",
-            category: "correctness",
-            title: "Wrong sum",
-            claim: "The payload states 42 but the artifact sums to 3.",
-            evidence_refs: ["artifact:result.csv", "payload"],
-          },
-        ],
+        findings: [{ ...sent, evidence_refs: ["artifact:result.csv", "payload"] }],
       });
       const parsed = parseVerdict(answer, snapshotOf());
       expect(parsed?.verdict).toBe("issues");
