@@ -60,10 +60,17 @@ const UPSTREAM: Record<string, string[]> = {
 
 /**
  * What a plugin's TESTS may import besides its own allowed packages (as devDependencies only):
- * the host's loader, snapshot and packer, so a plugin is proven through the very code that will
- * verify, load and measure it. Its src never may.
+ * the host's loader, snapshot and packer, and the Auto Mode runner with its stage flags, so a
+ * plugin is proven through the very code that will verify, load, measure and (a Reviewer) select
+ * it. Its src never may.
  */
-const PLUGIN_TEST_HARNESS: ReadonlySet<string> = new Set(["@asp/evidence", "@asp/plugin-host", "@asp/plugin-pack"]);
+const PLUGIN_TEST_HARNESS: ReadonlySet<string> = new Set([
+  "@asp/evidence",
+  "@asp/plugin-host",
+  "@asp/plugin-pack",
+  "@asp/auto-mode",
+  "@asp/rollout",
+]);
 
 /** Names a package in `dir` may depend on, or `null` for "any library package under packages/". */
 export function allowedImports(

@@ -1,0 +1,58 @@
+import { AspError } from "@asp/contracts";
+
+/**
+ * Every code `@asp/verifier-openai` raises. Stable public API: switch on these, never on text.
+ * No error ever carries the API key, a request header or text the server sent: `data` names
+ * the option, the HTTP status or the failing step only.
+ *
+ * - `ASP_OPENAI_BAD_OPTIONS`: the plugin options are not the documented shape (a `baseUrl` that
+ *   is not plain http/https or carries credentials, a query or a fragment; an unknown option ...).
+ * - `ASP_OPENAI_NO_API_KEY`: the environment variable named by `apiKeyEnv` is unset, empty, or not
+ *   a single printable header token. Nothing was sent.
+ * - `ASP_OPENAI_BAD_REQUEST`: the review request is not one this Reviewer answers (not `review`,
+ *   a subject without candidate, payload or snapshot, a blob the content reader does not hold).
+ *   Nothing was sent.
+ * - `ASP_OPENAI_CONNECTION_FAILED`: no HTTP answer: connection refused or reset, DNS failure, TLS.
+ * - `ASP_OPENAI_TIMEOUT`: no complete answer within `timeoutMs`; the request was aborted.
+ * - `ASP_OPENAI_ABORTED`: the caller's signal aborted the request (e.g. the runner's own deadline).
+ * - `ASP_OPENAI_RATE_LIMITED`: HTTP 429.
+ * - `ASP_OPENAI_HTTP_STATUS`: any other status outside 2xx, redirects included (never followed:
+ *   the key must not travel to another origin).
+ * - `ASP_OPENAI_RESPONSE_TOO_LARGE`: the body exceeded the bound; reading stopped there.
+ * - `ASP_OPENAI_MALFORMED_RESPONSE`: the body is not UTF-8 JSON, has no
+ *   `choices[0].message.content` string, the content is not JSON, or the answer was cut off.
+ * - `ASP_OPENAI_REFUSAL`: the model refused (`message.refusal`, `finish_reason: content_filter`).
+ * - `ASP_OPENAI_SCHEMA_INVALID`: the content is JSON but not the verdict schema.
+ */
+export type OpenAIReviewerErrorCode =
+  | "ASP_OPENAI_BAD_OPTIONS"
+  | "ASP_OPENAI_NO_API_KEY"
+  | "ASP_OPENAI_BAD_REQUEST"
+  | "ASP_OPENAI_CONNECTION_FAILED"
+  | "ASP_OPENAI_TIMEOUT"
+  | "ASP_OPENAI_ABORTED"
+  | "ASP_OPENAI_RATE_LIMITED"
+  | "ASP_OPENAI_HTTP_STATUS"
+  | "ASP_OPENAI_RESPONSE_TOO_LARGE"
+  | "ASP_OPENAI_MALFORMED_RESPONSE"
+  | "ASP_OPENAI_REFUSAL"
+  | "ASP_OPENAI_SCHEMA_INVALID";
+
+/** Every {@link OpenAIReviewerErrorCode}, for table tests and exhaustive handling. */
+export const OPENAI_REVIEWER_ERROR_CODES: readonly OpenAIReviewerErrorCode[] = Object.freeze([
+  "ASP_OPENAI_BAD_OPTIONS",
+  "ASP_OPENAI_NO_API_KEY",
+  "ASP_OPENAI_BAD_REQUEST",
+  "ASP_OPENAI_CONNECTION_FAILED",
+  "ASP_OPENAI_TIMEOUT",
+  "ASP_OPENAI_ABORTED",
+  "ASP_OPENAI_RATE_LIMITED",
+  "ASP_OPENAI_HTTP_STATUS",
+  "ASP_OPENAI_RESPONSE_TOO_LARGE",
+  "ASP_OPENAI_MALFORMED_RESPONSE",
+  "ASP_OPENAI_REFUSAL",
+  "ASP_OPENAI_SCHEMA_INVALID",
+]);
+
+/** Thrown by `@asp/verifier-openai`; never carries the key, a header or server text. */
+export class OpenAIReviewerError extends AspError<OpenAIReviewerErrorCode> {}

@@ -1,0 +1,24 @@
+/**
+ * `@asp/verifier-openai`: a verifier plugin (capability `review`) that asks an OpenAI-compatible
+ * chat-completions endpoint for a JSON-schema-constrained verdict over an Auto Mode candidate and
+ * its Evidence Snapshot, validates it, and answers a contracts `ReviewResponse`. Base URL, model
+ * and the NAME of the key's environment variable come from trusted host configuration.
+ *
+ * The plugin entry is `dist/main.js`; this module is the logic and the Reviewer identity helper.
+ *
+ * @packageDocumentation
+ */
+
+export { MAX_RESPONSE_BYTES } from "./client.js";
+export type { OpenAIReviewerErrorCode } from "./errors.js";
+export { OPENAI_REVIEWER_ERROR_CODES, OpenAIReviewerError } from "./errors.js";
+export type { OpenAIReviewerIdentity, OpenAIReviewerIdentityParams } from "./identity.js";
+export { openAIReviewerFingerprint, openAIReviewerIdentity } from "./identity.js";
+export type { OpenAIReviewerOptions, ResolvedOptions } from "./options.js";
+export { OPTIONS_SCHEMA, resolveOptions } from "./options.js";
+export { openAIReviewerPlugin, PLUGIN_ID } from "./plugin.js";
+export type { ContentPort, ReviewSubject } from "./prompt.js";
+export { PROMPT_LIMITS, PROMPT_VERSION } from "./prompt.js";
+export { VERDICT_SCHEMA } from "./reply.js";
+export type { OpenAIReviewerParams } from "./reviewer.js";
+export { createOpenAIReviewer } from "./reviewer.js";
