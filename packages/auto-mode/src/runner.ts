@@ -108,7 +108,10 @@ export interface AutoRunParams {
 /** Runs Auto Runs to a committed state and returns their projection. */
 export interface AutoRunner {
   /**
-   * Start and drive one Auto Run: engine to candidate, independent review, terminal. Returns the
+   * Start and drive one Auto Run: engine to candidate, then by the run's frozen stages
+   * ({@link resultReviewStage}): `off` stops at the provisional candidate; `shadow` (Stage 3
+   * alone) records the review and gates nothing; `gate` (Stage 4) streams provisional, reviews
+   * and commits the terminal, Verified only after the compare-and-swap promotion. Returns the
    * projection of what committed.
    *
    * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off), `ASP_AUTO_MODE_RUN_EXISTS`,
@@ -622,7 +625,8 @@ class RunDriver {
 /**
  * Create the Auto Run runner over injected ports (store, Engine, Reviewers, stage flags, clock).
  * Every transition and its canonical event commit in one atomic append; `onEvent` hears of it
- * only afterwards.
+ * only afterwards, and `onProvisional` (Stage 4) hears prose and the committed candidate before
+ * any verdict.
  *
  * @example
  * ```ts

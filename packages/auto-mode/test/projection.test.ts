@@ -41,7 +41,9 @@ async function fixture(mode: string, flags = FLAGS): Promise<Fixture> {
   }).run({ run: RUN, selection: REVIEW_ONLY });
   const facts = await readRunFacts(t.store.log, RUN_ID);
   // From the facts: a run that ended at the safety boundary projects no candidate.
-  const cand = (facts.find((f) => f.kind === AUTO_FACT_KINDS.candidate)?.record as { body: Candidate }).body;
+  const found = facts.find((f) => f.kind === AUTO_FACT_KINDS.candidate);
+  if (found === undefined) throw new Error(`${mode}: no candidate committed`);
+  const cand = (found.record as { body: Candidate }).body;
   return {
     store: t.store,
     facts,

@@ -217,7 +217,7 @@ describe("stages at runtime (issue 14 item 7)", () => {
       expect(eventsOf(facts).map((e) => e.type)).toEqual(["auto_run_started", "candidate_ready"]);
     });
 
-    it("AM.stage3.1 AM.invariants: integrity still holds in shadow: a pass beside a material finding ends at the safety boundary", async () => {
+    it("AM.stage3.1 AM.states.9 AM.durable.4: integrity still holds in shadow: a pass beside a material finding ends at the safety boundary", async () => {
       const { projection } = await drive([S2, S3], { reviewer: fakeReviewer("fake-pass-material") });
       if (projection instanceof Error) throw projection;
       expect(projection.terminal_reason).toBe("safety_boundary");
@@ -233,7 +233,7 @@ describe("stages at runtime (issue 14 item 7)", () => {
       completion(),
     ];
 
-    it("AM.stage4.1: prose streams labelled provisional, then the committed candidate, then the verdict; the durable order agrees", async () => {
+    it("AM.stage4.1 AM.states.3: prose streams labelled provisional, then the committed candidate, then the verdict; the durable order agrees", async () => {
       const seq: string[] = [];
       const chunks: ProvisionalChunk[] = [];
       const { projection, facts } = await drive([S2, S4], {
