@@ -1,7 +1,7 @@
 import type { AutoEventType, StageFlag } from "@asp/contracts";
 import { openStore } from "@asp/evidence";
 import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Assessment } from "../src/index.js";
 import {
   AUTO_FACT_KINDS,
@@ -16,14 +16,11 @@ import {
   resultReviewStage,
   runIdOf,
 } from "../src/index.js";
-import { completion, countingReviewer, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStore } from "./helpers.js";
+import { completion, countingReviewer, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStores } from "./helpers.js";
 
 // Issue 14 item 7: Stages 2, 3 and 4 at runtime, each consuming only its own flag.
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
-});
+const setup = tempStores();
 
 const S2 = "stage2_auto_run_storage";
 const S3 = "stage3_scientific_review_shadow";
@@ -40,15 +37,15 @@ async function drive(
     onEvent?: (e: AutoEvent) => void;
   } = {},
 ) {
-  const t = await tempStore();
-  cleanups.push(t.cleanup);
+  const t = await setup();
   const counted = countingReviewer(opts.reviewer ?? fakeReviewer("fake-pass"));
   const runner = createAutoRunner({
     store: t.store,
     engine: createScriptedEngine({ actor: PRODUCER, steps: opts.steps ?? [completion()] }),
     reviewers: [counted.port],
     flags: createStageFlags(flags),
-    attemptTimeoutMs: 2_000,
+    // Generous: no Reviewer here hangs, and a loaded machine must not turn a pass into a timeout.
+    attemptTimeoutMs: 60_000,
     ...(opts.onProvisional === undefined ? {} : { onProvisional: opts.onProvisional }),
     ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
   });
@@ -145,8 +142,7 @@ describe("stages at runtime (issue 14 item 7)", () => {
 
   describe("Stage 2: the resolved selection is persisted with the run", () => {
     it("AM.stage2.1 AM.portable.1: reopened in a new store handle, the projection shows the persisted selection, never a re-resolved one", async () => {
-      const t = await tempStore();
-      cleanups.push(t.cleanup);
+      const t = await setup();
       // The autonomous preset, stored normalized (auto_fix + auto_review); Stage 5 is off.
       const selection: AutoModeSelection = {
         preset: "on",
@@ -312,7 +308,6 @@ describe("stages at runtime (issue 14 item 7)", () => {
         });
         if (projection instanceof Error) throw projection;
         expect(chunks, `${flags.join("+")} ${mode}`).toEqual([]);
-        await cleanups.pop()?.();
       }
     });
 
