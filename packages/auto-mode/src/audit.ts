@@ -60,7 +60,16 @@ export interface Assessment {
   readonly rationale: string | null;
   /** Why the attempt gave no admissible verdict (null on a verdict). */
   readonly failure: { readonly outcome: AttemptOutcome; readonly missing_coverage: ReadonlyArray<string> } | null;
-  readonly bookkeeping: { readonly durable: true; readonly retry: boolean; readonly final: boolean };
+  /**
+   * Completion bookkeeping: durable, whether this attempt is the retry, whether it is the run's
+   * last attempt, and whether the review gates completion (`false`: a Stage 3 shadow review).
+   */
+  readonly bookkeeping: {
+    readonly durable: true;
+    readonly retry: boolean;
+    readonly final: boolean;
+    readonly gating: boolean;
+  };
 }
 
 /**

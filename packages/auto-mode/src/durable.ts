@@ -2,6 +2,7 @@ import { type SchemaName, validate } from "@asp/contracts";
 import type { FactEntry, FactInput, FactLog } from "@asp/evidence";
 import { checkAuditCompletion } from "./audit.js";
 import { AutoModeError } from "./errors.js";
+import { checkRunStages } from "./stages.js";
 
 /** The fact kinds an Auto Run's records are stored under, one per durable record kind. */
 export const AUTO_FACT_KINDS = Object.freeze({
@@ -12,6 +13,8 @@ export const AUTO_FACT_KINDS = Object.freeze({
   finding: "auto.finding",
   terminal: "auto.terminal",
   ledger: "auto.budget_ledger",
+  /** The stages the run runs under (`RunStages`), committed with `auto_run_started`. */
+  stages: "auto.stages",
   event: "auto.event",
 } as const);
 
@@ -26,7 +29,7 @@ export function runStateKey(runId: string): string {
 /** The fact index every fact of one run carries: name `auto.run_id`, value the run id. */
 export const RUN_ID_INDEX = "auto.run_id";
 
-const SCHEMA: Readonly<Record<AutoRecordKind, SchemaName>> = {
+const SCHEMA: Readonly<Record<Exclude<AutoRecordKind, "stages">, SchemaName>> = {
   run: "auto-run",
   candidate: "candidate",
   snapshot: "evidence-snapshot",
@@ -71,8 +74,12 @@ export interface RecordFact {
   readonly body: unknown;
 }
 
-/** Validate a record against its contracts schema, or report the first errors. Pure. */
+/**
+ * Validate a record against its contracts schema (the `stages` record, which is this package's
+ * own, against {@link checkRunStages}), or report the first errors. Pure.
+ */
 export function checkRecord(kind: AutoRecordKind, record: unknown): string | null {
+  if (kind === "stages") return checkRunStages(record);
   const result = validate(SCHEMA[kind], record);
   return result.ok ? null : `${kind}: ${result.errors.map((e) => `${e.pointer} ${e.message}`).join("; ")}`;
 }

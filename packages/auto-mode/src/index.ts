@@ -37,11 +37,20 @@ export type {
 export { AUTO_MODE_TOKENS, createScriptedEngine } from "./engine.js";
 export type { AutoModeErrorCode } from "./errors.js";
 export { AUTO_MODE_ERROR_CODES, AutoModeError } from "./errors.js";
+export {
+  blocksVerified,
+  FINDING_STATUS_CAUSES,
+  findingStatusProblem,
+  isUnresolvedFinding,
+  UNRESOLVED_FINDING_STATUSES,
+} from "./findings.js";
 export type { FindingContent } from "./identity.js";
 export { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
-export type { AutoRunProjection, ProjectionFact, ProjectionInput } from "./projection.js";
+export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
 export type { AttemptResult, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
 export { isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
-export type { AutoRunner, AutoRunnerOptions, AutoRunParams, TerminalOutcome } from "./runner.js";
+export type { AutoRunner, AutoRunnerOptions, AutoRunParams, ProvisionalChunk, TerminalOutcome } from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";
+export type { ResultReviewStage, RunStages, RuntimeStageFlag } from "./stages.js";
+export { checkRunStages, RUNTIME_STAGE_FLAGS, resultReviewStage, runtimeStageFlags } from "./stages.js";

@@ -9,6 +9,7 @@ import {
   type EvidenceSnapshot,
   type Finding,
   type ReviewRun,
+  type ReviewVerdict,
   type RunIdentity,
   TERMINAL_USER_TRUTH,
   type TerminalReason,
@@ -32,8 +33,10 @@ import {
   type RecordFact,
   readRunFacts,
 } from "./durable.js";
+import { blocksVerified, findingStatusProblem, isUnresolvedFinding } from "./findings.js";
 import { candidateIdOf, findingFingerprint, findingIdOf, runIdOf } from "./identity.js";
 import { isEligibleReviewer } from "./review.js";
+import { type ResultReviewStage, type RunStages, resultReviewStage } from "./stages.js";
 
 /** A committed fact as the projection reads it (a fact log entry's seq, kind and record). */
 export type ProjectionFact = Pick<FactEntry, "seq" | "kind" | "record">;
@@ -55,6 +58,16 @@ export interface ProjectionInput {
 export interface AutoRunProjection {
   readonly runId: string;
   readonly run: RunIdentity | null;
+  /** The selection the run persisted when it started (Stage 2), never re-resolved; null when failed closed. */
+  readonly selection: AutoRun["selection"] | null;
+  /** How the run treats result review (its frozen stages); null when failed closed. */
+  readonly result_review: ResultReviewStage | null;
+  /**
+   * The Stage 3 shadow judgment (null unless `result_review` is `shadow` and a Reviewer was
+   * selected): recorded, shown, and gating nothing. `final` is false while the review is
+   * still running, or when the run stopped before its last attempt completed.
+   */
+  readonly shadow: ShadowJudgment | null;
   /** One of the five states, or null (no candidate yet, or a terminal reason outside them). */
   readonly state: AutoRunState | null;
   readonly terminal_reason: TerminalReason | null;
@@ -63,12 +76,24 @@ export interface AutoRunProjection {
   readonly candidate: (Candidate & { readonly review_status: "candidate" | "verified" | "unverified" }) | null;
   readonly review_runs: ReadonlyArray<ReviewRun>;
   readonly findings: ReadonlyArray<Finding>;
+  /** The latest candidate's findings that block Verified: material and open, claimed or unaddressed. */
+  readonly blocking_finding_ids: ReadonlyArray<string>;
   readonly terminal: TerminalRecord | null;
   /** Why the projection failed closed to the safety boundary (empty when it did not). */
   readonly problems: ReadonlyArray<string>;
 }
 
-const BLOCKING = new Set(["open", "claimed", "unaddressed"]);
+/** A Stage 3 shadow review as the projection shows it: its verdict, gating nothing. */
+export interface ShadowJudgment {
+  readonly review_run_id: string;
+  /** The shadow verdict, or null when no attempt gave an admissible one. */
+  readonly verdict: ReviewVerdict | null;
+  /** The last attempt's outcome (null before any attempt completed). */
+  readonly outcome: ReviewRun["attempts"][number]["outcome"] | null;
+  /** Whether the review's last attempt completed (a verdict, or the last budgeted attempt). */
+  readonly final: boolean;
+  readonly finding_ids: ReadonlyArray<string>;
+}
 const same = (a: unknown, b: unknown): boolean => {
   try {
     return canonicalize(a) === canonicalize(b);
@@ -87,12 +112,16 @@ function failClosed(input: ProjectionInput, run: RunIdentity | null, problems: s
   return {
     runId: input.runId,
     run,
+    selection: null,
+    result_review: null,
+    shadow: null,
     state: null,
     terminal_reason: "safety_boundary",
     user_truth: TERMINAL_USER_TRUTH.safety_boundary,
     candidate: null,
     review_runs: [],
     findings: [],
+    blocking_finding_ids: [],
     terminal: null,
     problems,
   };
@@ -121,6 +150,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     finding: [],
     terminal: [],
     ledger: [],
+    stages: [],
   };
   const kindOf = new Map<string, AutoRecordKind>(
     Object.entries(AUTO_FACT_KINDS)
@@ -211,6 +241,20 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       bad(`seq ${r.seq}: the frozen selection, budgets or independence policy drifted`);
     }
   }
+  // The stages the run runs under: committed once, with auto_run_started, and re-deriving from the
+  // persisted selection. Every later row is judged by them (a disabled stage projects no claim).
+  const stageRecs = recs.stages as Rec<RunStages>[];
+  const stages = stageRecs[0]?.body;
+  let review: ResultReviewStage = "off";
+  if (stageRecs.length !== 1 || stages === undefined) bad("the run's stages are not committed exactly once");
+  else {
+    if (stageRecs[0]?.event_id !== runs[0]?.event_id) bad("the stages did not commit with auto_run_started");
+    if (!same(stages.run, run)) bad("the stages record is another run's");
+    if (!stages.flags.stage2_auto_run_storage) bad("an Auto Run committed without stage2_auto_run_storage");
+    review = resultReviewStage(first.selection, stages.flags);
+    if (stages.result_review !== review)
+      bad(`the stages say ${stages.result_review}, the selection and flags ${review}`);
+  }
   // The budget ledger is persisted with every transition, under the run's frozen limits.
   for (const r of runs) {
     const ledger = recs.ledger.find((l) => l.event_id === r.event_id)?.body as { limits?: unknown } | undefined;
@@ -289,9 +333,12 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     }
     reviewById.set(r.body.review_run_id, r);
   }
+  if (review === "off" && reviewById.size > 0) bad("a review run while result review is off");
   const findingById = new Map<string, Finding>();
   for (const f of recs.finding as Rec<Finding>[]) {
     if (findingById.has(f.body.finding_id)) bad(`finding ${f.body.finding_id} committed twice`);
+    const status = findingStatusProblem(f.body);
+    if (status !== null) bad(status);
     findingById.set(f.body.finding_id, f.body);
   }
   for (const { body: rr } of reviewById.values()) {
@@ -362,6 +409,10 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
         continue;
       }
       if (lastAssessment.outcome !== a.outcome) bad(`attempt ${a.attempt} outcome differs from its assessment`);
+      if (lastAssessment.bookkeeping?.gating !== (review === "gate"))
+        bad(
+          `attempt ${a.attempt} is marked ${lastAssessment.bookkeeping?.gating ? "gating" : "shadow"} under ${review}`,
+        );
       if (a.outcome === "evidence_incomplete" && (a.missing_coverage ?? []).length === 0)
         bad("evidence_incomplete without the missing coverage");
     }
@@ -393,7 +444,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       rr.verdict === "pass" &&
       rr.finding_ids.some((id) => {
         const f = findingById.get(id);
-        return f?.material && BLOCKING.has(f.status);
+        return f !== undefined && blocksVerified(f);
       })
     ) {
       bad(`review run ${rr.review_run_id}: a pass coexists with an open material finding`);
@@ -409,6 +460,10 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
   if (terminals.length > 1) bad("more than one terminal record");
   const terminalRec = terminals[0];
   const terminal = terminalRec?.body ?? null;
+  // Only a gating review (Stage 4) may enter a review terminal: a shadow judgment gates nothing,
+  // and with result review off there is no review at all.
+  if (terminal?.state !== null && terminal?.state !== undefined && review !== "gate")
+    bad(`a ${terminal.state} terminal while result review is ${review}`);
   if (terminalRec !== undefined && terminal !== null) {
     const ev = events.get(terminalRec.event_id)?.event;
     if (ev?.type !== "auto_run_terminal" || !same(ev.terminal, terminal))
@@ -433,7 +488,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       reviewsOf(id)
         .flatMap((r) => r.finding_ids)
         .map((f) => findingById.get(f))
-        .filter((f): f is Finding => f?.material === true && BLOCKING.has(f.status));
+        .filter((f): f is Finding => f !== undefined && blocksVerified(f));
     if (terminal.state === "verified") {
       const passes = reviewsOf(terminal.candidate_id).filter((r) => r.verdict === "pass" && r.selection === "selected");
       if (terminal.candidate_id !== latestRun.candidate_id) bad("verified names a candidate that is not the latest");
@@ -447,7 +502,12 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     }
     if (terminal.state === "completed_with_issues") {
       const issues = reviewsOf(terminal.candidate_id).filter((r) => r.verdict === "issues");
-      const open = issues.flatMap((r) => r.finding_ids).filter((f) => BLOCKING.has(findingById.get(f)?.status ?? ""));
+      const open = issues
+        .flatMap((r) => r.finding_ids)
+        .filter((id) => {
+          const f = findingById.get(id);
+          return f !== undefined && isUnresolvedFinding(f);
+        });
       if (terminal.candidate_id !== latestRun.candidate_id)
         bad("completed_with_issues names a candidate that is not the latest");
       if (issues.length === 0) bad("completed_with_issues without a durable issues verdict");
@@ -485,16 +545,34 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     const open = rr
       .flatMap((r) => r.finding_ids)
       .map((f) => findingById.get(f))
-      .some((f) => f?.material && BLOCKING.has(f.status));
+      .some((f) => f !== undefined && blocksVerified(f));
     if (hasPass && open) bad(`candidate ${c}: a durable pass coexists with an open material finding`);
   }
 
   if (problems.length > 0) return failClosed(input, run, problems);
   const reviewRuns = [...reviewById.values()].map((r) => r.body);
   const status = terminal?.state === "verified" ? "verified" : terminal === null ? "candidate" : "unverified";
+  const ofLatest = reviewRuns.filter((r) => r.candidate_id === latest?.body.candidate_id);
+  const shadowRun = review === "shadow" ? ofLatest[ofLatest.length - 1] : undefined;
+  const lastAttempt = shadowRun?.attempts[shadowRun.attempts.length - 1];
   return {
     runId: input.runId,
     run,
+    selection: first.selection,
+    result_review: review,
+    shadow:
+      shadowRun === undefined
+        ? null
+        : {
+            review_run_id: shadowRun.review_run_id,
+            verdict: shadowRun.verdict,
+            outcome: lastAttempt?.outcome ?? null,
+            final:
+              lastAttempt !== undefined &&
+              (lastAttempt.outcome === "verdict" ||
+                lastAttempt.attempt >= Math.min(2, first.budgets.max_review_rounds)),
+            finding_ids: [...shadowRun.finding_ids],
+          },
     state: terminal === null ? (latest === undefined ? null : "candidate") : terminal.state,
     terminal_reason: terminal?.terminal_reason ?? null,
     user_truth:
@@ -506,6 +584,12 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     candidate: latest === undefined ? null : { ...latest.body, review_status: status },
     review_runs: reviewRuns,
     findings: [...findingById.values()],
+    blocking_finding_ids: ofLatest
+      .flatMap((r) => r.finding_ids)
+      .filter((id) => {
+        const f = findingById.get(id);
+        return f !== undefined && blocksVerified(f);
+      }),
     terminal,
     problems: [],
   };

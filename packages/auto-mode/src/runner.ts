@@ -13,7 +13,7 @@ import type {
   TerminalRecord,
   UnavailableReason,
 } from "@asp/contracts";
-import { checkTerminalRecord, isMaterialSeverity, terminalUserTruth } from "@asp/contracts";
+import { CANDIDATE_USER_TRUTH, checkTerminalRecord, isMaterialSeverity, terminalUserTruth } from "@asp/contracts";
 import {
   canonicalize,
   type Digest,
@@ -42,9 +42,11 @@ import {
 import { type AutoEvent, commitTransition, readRunFacts, runStateKey, type TransitionRecord } from "./durable.js";
 import type { ActorIdentity, Engine, EngineStep } from "./engine.js";
 import { AutoModeError } from "./errors.js";
+import { blocksVerified } from "./findings.js";
 import { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
 import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
 import { type AttemptResult, type ReviewerPort, runAttempt, selectReviewer } from "./review.js";
+import { type RunStages, resultReviewStage, runtimeStageFlags } from "./stages.js";
 
 /** Options of {@link createAutoRunner}: the injected ports and the trusted settings. */
 export interface AutoRunnerOptions {
@@ -67,6 +69,29 @@ export interface AutoRunnerOptions {
   readonly deliver?: (candidate: Candidate, payload: Uint8Array) => Promise<Uint8Array>;
   /** Notified with each event after its transition committed (never before, never on failure). */
   readonly onEvent?: (event: AutoEvent) => void;
+  /**
+   * Stage 4 (`gate`) only: hears the Engine's prose as it streams and then the committed
+   * candidate, each labelled provisional ({@link ProvisionalChunk}), before any verdict exists.
+   * Nothing it hears is Verified; Verified is only ever the committed terminal. A listener that
+   * throws is ignored (it is a notification, never part of a transition).
+   */
+  readonly onProvisional?: (chunk: ProvisionalChunk) => void;
+}
+
+/**
+ * What a Stage 4 run streams before its verdict: the Engine's prose as it arrives, then the
+ * candidate payload once its `candidate_ready` transition committed. Always provisional.
+ */
+export interface ProvisionalChunk {
+  readonly label: "provisional";
+  /** `Candidate · provisional / not verified`: the only truth a provisional chunk may carry. */
+  readonly user_truth: typeof CANDIDATE_USER_TRUTH;
+  readonly run: RunIdentity;
+  /** `prose`: a chunk of the Engine's prose; `candidate`: the committed candidate's payload. */
+  readonly kind: "prose" | "candidate";
+  readonly text: string;
+  /** The committed candidate (on `candidate` chunks only). */
+  readonly candidate_id?: string;
 }
 
 /** What one Auto Run is started with. */
@@ -83,7 +108,10 @@ export interface AutoRunParams {
 /** Runs Auto Runs to a committed state and returns their projection. */
 export interface AutoRunner {
   /**
-   * Start and drive one Auto Run: engine to candidate, independent review, terminal. Returns the
+   * Start and drive one Auto Run: engine to candidate, then by the run's frozen stages
+   * ({@link resultReviewStage}): `off` stops at the provisional candidate; `shadow` (Stage 3
+   * alone) records the review and gates nothing; `gate` (Stage 4) streams provisional, reviews
+   * and commits the terminal, Verified only after the compare-and-swap promotion. Returns the
    * projection of what committed.
    *
    * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off), `ASP_AUTO_MODE_RUN_EXISTS`,
@@ -184,9 +212,12 @@ class RunDriver {
   #record: AutoRun;
   readonly #meter: BudgetMeter;
   readonly #producer: ActorIdentity;
+  readonly stages: RunStages;
 
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
     this.#o = o;
+    const flags = runtimeStageFlags(o.flags);
+    this.stages = { run, flags, result_review: resultReviewStage(params.selection, flags) };
     this.#clock = o.clock ?? { now: () => new Date() };
     this.#runId = runId;
     this.#hex = runId.slice(7);
@@ -254,8 +285,25 @@ class RunDriver {
         selection: this.#record.selection,
         budgets: this.#record.budgets,
       },
-      [],
+      [{ kind: "stages", record: this.stages }],
     );
+  }
+
+  /** Tell the Stage 4 listener (only under `gate`); its failures are not the run's. */
+  provisional(kind: ProvisionalChunk["kind"], text: string, candidateId?: string): void {
+    if (this.stages.result_review !== "gate" || this.#o.onProvisional === undefined) return;
+    try {
+      this.#o.onProvisional({
+        label: "provisional",
+        user_truth: CANDIDATE_USER_TRUTH,
+        run: this.run,
+        kind,
+        text,
+        ...(candidateId === undefined ? {} : { candidate_id: candidateId }),
+      });
+    } catch {
+      // A notification listener never decides anything.
+    }
   }
 
   async terminal(outcome: TerminalOutcome, extra: TransitionRecord[] = []): Promise<void> {
@@ -289,8 +337,12 @@ class RunDriver {
   /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
   async #drive(): Promise<Completion | TerminalOutcome> {
     for await (const step of this.#o.engine.run({ run: this.run })) {
-      // Prose and tool results never make a candidate.
-      if (step.kind === "prose" || step.kind === "tool_result") continue;
+      // Prose and tool results never make a candidate; under Stage 4 prose streams provisional.
+      if (step.kind === "prose") {
+        this.provisional("prose", step.text);
+        continue;
+      }
+      if (step.kind === "tool_result") continue;
       if (step.kind === "cancelled") return { kind: "reason", reason: "user_cancelled", candidateId: null };
       // The engine's own turn limit, not an Auto Mode budget: an ordinary Agent failure.
       if (step.kind === "max_turns") return { kind: "reason", reason: "agent_failed", candidateId: null };
@@ -368,8 +420,12 @@ class RunDriver {
     return { candidate, snapshot, payload };
   }
 
-  /** Review the candidate under the frozen independence policy and the attempt budget. */
-  /** Returns the outcome to commit, or null when the review already committed the terminal. */
+  /**
+   * Review the candidate under the frozen independence policy and the attempt budget. Returns the
+   * outcome the verdict gives, or null when the review already committed the terminal (gate) or
+   * recorded nothing (a shadow review without an eligible Reviewer). Under `shadow` the caller
+   * commits only an integrity outcome (`safety_boundary`); the verdict gates nothing.
+   */
   async review(candidate: Candidate, snapshot: EvidenceSnapshot, payload: Uint8Array): Promise<TerminalOutcome | null> {
     const reviewRunId = reviewRunIdOf(this.run, candidate.candidate_id, 1);
     const auditId = `audit:${reviewRunId.slice(7)}`;
@@ -422,7 +478,11 @@ class RunDriver {
       candidateId: candidate.candidate_id,
       reason,
     });
+    const gating = this.stages.result_review === "gate";
     if (selected === null || frozen === null) {
+      // Shadow: no Reviewer could be provisioned, so there is no judgment to record, and no
+      // event of the seven names a selection that admitted no inference without ending the run.
+      if (!gating) return null;
       // Pre-inference: no Reviewer satisfies the frozen policy; no call is made.
       // The selection record and the terminal commit together; nothing is left to decide.
       await this.terminal(unavailable("reviewer_independence_unavailable"), [{ kind: "review", record: rr }]);
@@ -492,7 +552,7 @@ class RunDriver {
         outcome,
         rationale: result.outcome === "verdict" ? result.verdict.rationale : null,
         failure: result.outcome === "verdict" ? null : { outcome, missing_coverage: missing },
-        bookkeeping: { durable: true, retry: attempt > 1, final },
+        bookkeeping: { durable: true, retry: attempt > 1, final, gating },
       };
       const completed = auditCompletedEvent(this.#nextEventId(), completedAt, request, assessment);
       rr = {
@@ -530,7 +590,7 @@ class RunDriver {
       };
     }
     // A pass beside an open material finding is contradictory: the safety boundary.
-    if (findings.some((f) => f.material))
+    if (findings.some(blocksVerified))
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
     return { kind: "verified", candidate };
   }
@@ -562,19 +622,11 @@ class RunDriver {
   }
 }
 
-// A selection alone enables nothing: result review runs only while a review stage is on (Stage 3
-// shadow or Stage 4 gate; telling the two apart at runtime is issue 14 item 7).
-function reviews(selection: AutoModeSelection, flags: StageFlags): boolean {
-  return (
-    selection.result_review_mode !== "off" &&
-    (flags.isEnabled("stage3_scientific_review_shadow") || flags.isEnabled("stage4_review_completion_gate"))
-  );
-}
-
 /**
  * Create the Auto Run runner over injected ports (store, Engine, Reviewers, stage flags, clock).
  * Every transition and its canonical event commit in one atomic append; `onEvent` hears of it
- * only afterwards.
+ * only afterwards, and `onProvisional` (Stage 4) hears prose and the committed candidate before
+ * any verdict.
  *
  * @example
  * ```ts
@@ -609,7 +661,15 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         const produced = await driver.produce();
         if ("kind" in produced) {
           await driver.terminal(produced);
-        } else if (reviews(params.selection, options.flags)) {
+        } else if (driver.stages.result_review === "shadow") {
+          // Stage 3: the judgment is recorded, completion is not gated. Only an integrity failure
+          // (a pass beside a material finding, a drifted Reviewer) ends the run: the safety boundary.
+          const outcome = await driver.review(produced.candidate, produced.snapshot, produced.payload);
+          if (outcome?.kind === "reason") await driver.terminal(outcome);
+        } else if (driver.stages.result_review === "gate") {
+          // Stage 4: the candidate committed (review_status=candidate) before any verdict; it
+          // streams provisional; only the compare-and-swap promotion below makes it Verified.
+          driver.provisional("candidate", new TextDecoder().decode(produced.payload), produced.candidate.candidate_id);
           const outcome = await driver.review(produced.candidate, produced.snapshot, produced.payload);
           if (outcome !== null) {
             const final = outcome.kind === "verified" ? await driver.promote(outcome.candidate) : outcome;

@@ -42,7 +42,7 @@ const ASSESSMENT: Assessment = {
   outcome: "verdict",
   rationale: "ok",
   failure: null,
-  bookkeeping: { durable: true, retry: false, final: true },
+  bookkeeping: { durable: true, retry: false, final: true, gating: true },
 };
 const AT = "2026-12-01T00:00:00.000Z";
 
@@ -96,7 +96,8 @@ describe("audit events (item 9)", () => {
     ["rationale", { rationale: "other" }],
     ["failure", { failure: { outcome: "timeout", missing_coverage: [] } }],
     ["attempt", { attempt: 2 }],
-    ["bookkeeping (retry state)", { bookkeeping: { durable: true, retry: true, final: true } }],
+    ["bookkeeping (retry state)", { bookkeeping: { durable: true, retry: true, final: true, gating: true } }],
+    ["bookkeeping (gating or shadow)", { bookkeeping: { durable: true, retry: false, final: true, gating: false } }],
     ["request digest", { audit_request_digest: D("e") }],
   ])("AM.api.5: covers %s", (_n, change) => {
     expect(assessmentDigest({ ...ASSESSMENT, ...change } as Assessment)).not.toBe(assessmentDigest(ASSESSMENT));

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { RunIdentity, Verifier, VerifyResponse } from "@asp/contracts";
 import { openStore, type Store } from "@asp/evidence";
 import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
+import { afterEach } from "vitest";
 import type { ActorIdentity, EngineStep, ReviewerPort } from "../src/index.js";
 
 const FAKE = fileURLToPath(new URL("./fixtures/fake-reviewer.mjs", import.meta.url));
@@ -21,6 +22,19 @@ export async function tempStore(): Promise<{ store: Store; dir: string; cleanup:
       await store.close().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/** Call once per test file: returns `setup()`, a {@link tempStore} removed after each test. */
+export function tempStores(): () => ReturnType<typeof tempStore> {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c();
+  });
+  return async () => {
+    const t = await tempStore();
+    cleanups.push(t.cleanup);
+    return t;
   };
 }
 

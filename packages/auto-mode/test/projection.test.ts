@@ -1,5 +1,6 @@
 import type { AutoRun, Candidate, TerminalRecord } from "@asp/contracts";
 import { type Digest, type FactEntry, type FrozenSnapshot, readSnapshot, type Store } from "@asp/evidence";
+import { createStageFlags } from "@asp/rollout";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -29,17 +30,20 @@ const cleanups: Array<() => Promise<void>> = [];
 const fixtures: Record<"pass" | "issues", Fixture> = {} as never;
 const RUN_ID = runIdOf(RUN);
 
-async function fixture(mode: string): Promise<Fixture> {
+async function fixture(mode: string, flags = FLAGS): Promise<Fixture> {
   const t = await tempStore();
   cleanups.push(t.cleanup);
   const projection = await createAutoRunner({
     store: t.store,
     engine: createScriptedEngine({ actor: PRODUCER, steps: [completion()] }),
     reviewers: [fakeReviewer(mode)],
-    flags: FLAGS,
+    flags,
   }).run({ run: RUN, selection: REVIEW_ONLY });
   const facts = await readRunFacts(t.store.log, RUN_ID);
-  const cand = projection.candidate as Candidate;
+  // From the facts: a run that ended at the safety boundary projects no candidate.
+  const found = facts.find((f) => f.kind === AUTO_FACT_KINDS.candidate);
+  if (found === undefined) throw new Error(`${mode}: no candidate committed`);
+  const cand = (found.record as { body: Candidate }).body;
   return {
     store: t.store,
     facts,
@@ -487,6 +491,132 @@ describe("projectAutoRun", () => {
           { numRuns: 200 },
         );
       }
+    });
+  });
+
+  describe("when the stages or a finding's status are tampered with (issue 14 items 7 and 2)", () => {
+    const extra: Record<"shadow" | "passMaterial", Fixture> = {} as never;
+    beforeAll(async () => {
+      extra.shadow = await fixture(
+        "fake-issues",
+        createStageFlags(["stage2_auto_run_storage", "stage3_scientific_review_shadow"]),
+      );
+      extra.passMaterial = await fixture("fake-pass-material");
+    }, 30_000);
+    const S = AUTO_FACT_KINDS.stages;
+    const shadowFlags = {
+      stage2_auto_run_storage: true,
+      stage3_scientific_review_shadow: true,
+      stage4_review_completion_gate: false,
+    };
+    const gateFlags = { ...shadowFlags, stage4_review_completion_gate: true };
+
+    it("AM.stage3.1: the shadow fixture projects a provisional candidate with its shadow verdict", () => {
+      const p = project(extra.shadow, extra.shadow.facts);
+      expect(p.problems).toEqual([]);
+      expect(p.result_review).toBe("shadow");
+      expect(p.state).toBe("candidate");
+      expect(p.shadow?.verdict).toBe("issues");
+    });
+
+    const cases: Array<[string, () => ProjectionFact[], "pass" | "issues" | "shadow"]> = [
+      ["stages: record removed", () => fixtures.pass.facts.filter((f) => f.kind !== S), "pass"],
+      [
+        "stages: result_review says shadow, flags say gate",
+        () => set(S, "result_review", "shadow")(fixtures.pass),
+        "pass",
+      ],
+      [
+        "stages: a verified run relabelled shadow (flags and result_review agree)",
+        () => edit(fixtures.pass.facts, S, (b) => Object.assign(b, { flags: shadowFlags, result_review: "shadow" })),
+        "pass",
+      ],
+      [
+        "stages: a shadow run relabelled gate (its audits are marked shadow)",
+        () => edit(extra.shadow.facts, S, (b) => Object.assign(b, { flags: gateFlags, result_review: "gate" })),
+        "shadow",
+      ],
+      [
+        "stages: Stage 2 off",
+        () =>
+          edit(fixtures.pass.facts, S, (b) =>
+            Object.assign(b, { flags: { ...gateFlags, stage2_auto_run_storage: false } }),
+          ),
+        "pass",
+      ],
+      [
+        "stages: result review off, yet a review run",
+        () =>
+          edit(fixtures.issues.facts, S, (b) =>
+            Object.assign(b, {
+              flags: { ...gateFlags, stage3_scientific_review_shadow: false, stage4_review_completion_gate: false },
+              result_review: "off",
+            }),
+          ),
+        "issues",
+      ],
+      [
+        "finding: claimed without a Repair Run",
+        () => set(AUTO_FACT_KINDS.finding, "status", "claimed")(fixtures.issues),
+        "issues",
+      ],
+      [
+        "finding: unaddressed without a Repair round",
+        () => set(AUTO_FACT_KINDS.finding, "status", "unaddressed")(fixtures.issues),
+        "issues",
+      ],
+      [
+        "finding: resolved without a newer pass",
+        () => set(AUTO_FACT_KINDS.finding, "status", "resolved")(fixtures.issues),
+        "issues",
+      ],
+      [
+        "finding: a shadow finding claimed",
+        () => set(AUTO_FACT_KINDS.finding, "status", "claimed")(extra.shadow),
+        "shadow",
+      ],
+    ];
+    it.each(cases)("AM.durable.3 AM.durable.4: %s projects the safety boundary", (_n, tamper, which) => {
+      const f = which === "shadow" ? extra.shadow : fixtures[which];
+      expectFailClosed(project(f, tamper()));
+    });
+
+    it("AM.states.3 AM.durable.4: a forged Verified whose material finding was relabelled resolved fails closed", () => {
+      // The attack: a pass beside a major finding (which ended at the safety boundary), its
+      // terminal batch swapped for a genuine verified terminal of the same candidate, and the
+      // finding relabelled `resolved` so it no longer looks blocking.
+      const pm = extra.passMaterial;
+      const lastEvent = [...pm.facts].reverse().find((f) => f.kind === AUTO_FACT_KINDS.event);
+      const endId = (lastEvent?.record as { event_id?: string } | undefined)?.event_id;
+      const idOf = (f: ProjectionFact) =>
+        f.kind === AUTO_FACT_KINDS.event
+          ? (f.record as { event_id: string }).event_id
+          : (f.record as { event_id: string }).event_id;
+      const kept = clone(pm.facts).filter((f) => idOf(f) !== endId) as ProjectionFact[];
+      const passEnd = [...fixtures.pass.facts].reverse().find((f) => f.kind === AUTO_FACT_KINDS.event);
+      const passEndId = (passEnd?.record as { event_id?: string } | undefined)?.event_id;
+      const candidate = kept.find((f) => f.kind === AUTO_FACT_KINDS.candidate);
+      const createdAt = (candidate?.record as { body?: { created_at?: string } } | undefined)?.body?.created_at;
+      let seq = Math.max(...kept.map((f) => f.seq));
+      const swapped = clone(fixtures.pass.facts)
+        .filter((f) => idOf(f) === passEndId)
+        .map((f) => {
+          seq += 1;
+          const body = (f.record as { body?: Record<string, unknown> }).body;
+          if (f.kind === AUTO_FACT_KINDS.candidate && body !== undefined) body.created_at = createdAt;
+          return { ...f, seq } as ProjectionFact;
+        });
+      const forged = (status: string) =>
+        [...kept, ...swapped].map((f) =>
+          f.kind === AUTO_FACT_KINDS.finding
+            ? { ...f, record: { ...(f.record as object), body: { ...(f.record as { body: object }).body, status } } }
+            : f,
+        );
+      expectFailClosed(project(pm, forged("open")));
+      const p = project(pm, forged("resolved"));
+      expect(p.state).not.toBe("verified");
+      expectFailClosed(p);
+      expect(p.problems.some((x) => x.includes("without its durable cause"))).toBe(true);
     });
   });
 });

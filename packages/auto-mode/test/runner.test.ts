@@ -1,7 +1,7 @@
 import { type AutoEventType, validate } from "@asp/contracts";
 import type { FactLog } from "@asp/evidence";
 import { createStageFlags } from "@asp/rollout";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AUTO_FACT_KINDS,
   type AutoEvent,
@@ -15,18 +15,18 @@ import {
   runIdOf,
   runStateKey,
 } from "../src/index.js";
-import { completion, countingReviewer, FLAGS, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStore } from "./helpers.js";
+import {
+  completion,
+  countingReviewer,
+  FLAGS,
+  fakeReviewer,
+  PRODUCER,
+  REVIEW_ONLY,
+  RUN,
+  tempStores,
+} from "./helpers.js";
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0)) await c();
-});
-
-async function setup() {
-  const t = await tempStore();
-  cleanups.push(t.cleanup);
-  return t;
-}
+const setup = tempStores();
 
 async function runWith(
   steps: EngineStep[],

@@ -1,0 +1,82 @@
+import type { RunIdentity } from "@asp/contracts";
+import type { AutoModeSelection, StageFlags } from "@asp/rollout";
+
+/** The rollout flags the Auto Run runtime consumes (Stages 2–4), each on its own. */
+export const RUNTIME_STAGE_FLAGS = Object.freeze([
+  "stage2_auto_run_storage",
+  "stage3_scientific_review_shadow",
+  "stage4_review_completion_gate",
+] as const);
+
+/** One of {@link RUNTIME_STAGE_FLAGS}. */
+export type RuntimeStageFlag = (typeof RUNTIME_STAGE_FLAGS)[number];
+
+/**
+ * How a run treats result review, derived from its selection and its stage flags:
+ * - `off`: no Reviewer runs (result review off, or neither Stage 3 nor Stage 4 on; a selection
+ *   alone enables nothing, and a stage alone reviews nothing while result review is off);
+ * - `shadow`: Stage 3 without Stage 4: the Reviewer runs and its judgment is recorded, but it
+ *   gates nothing (no verified / completed_with_issues / review_unavailable, no promotion);
+ * - `gate`: Stage 4 on: provisional streaming, the candidate committed before the verdict, and
+ *   a terminal from the verdict; Verified only by compare-and-swap promotion. With Stage 3 also
+ *   on there is still exactly one (gating) review ([ADR 0007](../../../docs/adr/0007-stages-at-runtime.md)).
+ */
+export type ResultReviewStage = "off" | "shadow" | "gate";
+
+/**
+ * The stages one Auto Run runs under, frozen and committed with `auto_run_started` (fact kind
+ * `auto.stages`): the runtime flags as they were, and the result-review stage they give with the
+ * run's selection. The projection re-derives `result_review` and judges every later row by it.
+ */
+export interface RunStages {
+  readonly run: RunIdentity;
+  readonly flags: Readonly<Record<RuntimeStageFlag, boolean>>;
+  readonly result_review: ResultReviewStage;
+}
+
+/** The runtime flags of a {@link StageFlags}, as a plain record (what {@link RunStages} freezes). */
+export function runtimeStageFlags(flags: Pick<StageFlags, "isEnabled">): Record<RuntimeStageFlag, boolean> {
+  return Object.fromEntries(RUNTIME_STAGE_FLAGS.map((f) => [f, flags.isEnabled(f)])) as Record<
+    RuntimeStageFlag,
+    boolean
+  >;
+}
+
+/**
+ * The {@link ResultReviewStage} of a selection under the runtime flags. Pure. Stage 2 is not
+ * consulted here: without it there is no Auto Run at all (`createAutoRunner` refuses).
+ *
+ * @example
+ * ```ts
+ * resultReviewStage({ result_review_mode: "review_only" }, { stage2_auto_run_storage: true, stage3_scientific_review_shadow: true, stage4_review_completion_gate: false }); // "shadow"
+ * ```
+ */
+export function resultReviewStage(
+  selection: Pick<AutoModeSelection, "result_review_mode">,
+  flags: Readonly<Record<RuntimeStageFlag, boolean>>,
+): ResultReviewStage {
+  if (selection.result_review_mode === "off") return "off";
+  if (flags.stage4_review_completion_gate) return "gate";
+  if (flags.stage3_scientific_review_shadow) return "shadow";
+  return "off";
+}
+
+/** Validate a {@link RunStages} record's shape (closed; every runtime flag a boolean). Pure. */
+export function checkRunStages(record: unknown): string | null {
+  const r = record as Partial<RunStages> | null;
+  if (typeof r !== "object" || r === null) return "stages: not an object";
+  const keys = Object.keys(r).sort();
+  if (keys.join(",") !== "flags,result_review,run") return `stages: fields ${keys.join(",")}`;
+  if (typeof r.run !== "object" || r.run === null) return "stages: run is not an identity";
+  const flags = r.flags as Record<string, unknown> | undefined;
+  if (
+    typeof flags !== "object" ||
+    flags === null ||
+    Object.keys(flags).sort().join(",") !== [...RUNTIME_STAGE_FLAGS].sort().join(",") ||
+    !Object.values(flags).every((v) => typeof v === "boolean")
+  ) {
+    return "stages: flags are not the runtime stage flags";
+  }
+  if (!["off", "shadow", "gate"].includes(r.result_review as string)) return "stages: unknown result_review";
+  return null;
+}
