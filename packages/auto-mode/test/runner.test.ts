@@ -37,6 +37,8 @@ async function runWith(
     flags?: ReturnType<typeof createStageFlags>;
     budgets?: Record<string, number>;
     deliver?: (c: unknown, p: Uint8Array) => Promise<Uint8Array>;
+    /** Per-attempt Reviewer timeout: generous (a loaded CI machine must not turn a pass into a retry); short only where a test waits for it to fire. */
+    timeoutMs?: number;
   } = {},
 ) {
   const t = await setup();
@@ -47,7 +49,7 @@ async function runWith(
     engine: createScriptedEngine({ actor: PRODUCER, steps }),
     reviewers,
     flags: extra.flags ?? FLAGS,
-    attemptTimeoutMs: 2_000,
+    attemptTimeoutMs: extra.timeoutMs ?? 60_000,
     onEvent: (e) => events.push(e),
     ...(extra.deliver === undefined ? {} : { deliver: extra.deliver as never }),
   });
@@ -321,7 +323,10 @@ describe("createAutoRunner", () => {
     ])(
       "AM.states.8: %s is recorded per attempt (one retry) and ends review_unavailable, never a pass",
       async (mode, outcome) => {
-        const { projection, facts } = await runWith([completion()], [fakeReviewer(mode)]);
+        const { projection, facts } = await runWith([completion()], [fakeReviewer(mode)], {
+          // Only the hanging Reviewer waits for the deadline; the others must not race it.
+          ...(mode === "fake-hang" ? { timeoutMs: 2_000 } : {}),
+        });
         expect(projection.state).toBe("review_unavailable");
         expect(projection.terminal?.unavailable_reason).toBe("no_admissible_verdict");
         expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual([outcome, outcome]);
@@ -333,7 +338,7 @@ describe("createAutoRunner", () => {
 
     it("AM.states.8: an evidence adapter that hangs is a timeout under the same deadline, never a pass", async () => {
       const counted = countingReviewer(fakeReviewer("fake-pass", {}, () => new Promise<string[]>(() => {})));
-      const { projection } = await runWith([completion()], [counted.port]);
+      const { projection } = await runWith([completion()], [counted.port], { timeoutMs: 2_000 });
       expect(counted.calls()).toBe(0);
       expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual(["timeout", "timeout"]);
       expect(projection.terminal?.unavailable_reason).toBe("no_admissible_verdict");
