@@ -49,7 +49,7 @@ export { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
 export type { AttemptResult, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
-export { isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
+export { attemptOutcomeOfError, isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
 export type { AutoRunner, AutoRunnerOptions, AutoRunParams, ProvisionalChunk, TerminalOutcome } from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";
 export type { ResultReviewStage, RunStages, RuntimeStageFlag } from "./stages.js";

@@ -94,6 +94,23 @@ export function parseVerdict(answer: unknown, snapshot: EvidenceSnapshot): Parse
   return { verdict: a.verdict as ReviewVerdict, findings, rationale };
 }
 
+type FailedOutcome = "timeout" | "unparseable" | "provider_failed";
+const REPORTED: ReadonlyArray<FailedOutcome> = ["timeout", "unparseable", "provider_failed"];
+
+/**
+ * How a Reviewer call that threw is recorded. An answer the plugin host refused against the verify
+ * response schema (`ASP_PLUGIN_BAD_OUTPUT`) is `unparseable`; a Reviewer may name its own failure
+ * in `data.attempt_outcome` (`timeout`, `unparseable` or `provider_failed`: a label only, since none
+ * of them is ever a pass); anything else is `provider_failed`. Pure, total.
+ */
+export function attemptOutcomeOfError(error: unknown): FailedOutcome {
+  if (typeof error !== "object" || error === null) return "provider_failed";
+  const e = error as { code?: unknown; data?: { attempt_outcome?: unknown } };
+  if (e.code === "ASP_PLUGIN_BAD_OUTPUT") return "unparseable";
+  const reported = typeof e.data === "object" && e.data !== null ? e.data.attempt_outcome : undefined;
+  return REPORTED.find((o) => o === reported) ?? "provider_failed";
+}
+
 /** The result of one bounded attempt. */
 export type AttemptResult =
   | { readonly outcome: "verdict"; readonly verdict: ParsedVerdict }
@@ -135,8 +152,8 @@ export async function runAttempt(
     let answer: unknown;
     try {
       answer = await within(() => reviewer.verifier.verify({ kind: "review", subject, signal: controller.signal }));
-    } catch {
-      return { outcome: "provider_failed", missing_coverage: [] };
+    } catch (error) {
+      return { outcome: attemptOutcomeOfError(error), missing_coverage: [] };
     }
     if (answer === "timeout") {
       controller.abort();

@@ -364,6 +364,28 @@ describe("createAutoRunner", () => {
       expect(projection.state).toBe("verified");
     });
 
+    it.each([
+      ["an answer the plugin host refused against its schema", { code: "ASP_PLUGIN_BAD_OUTPUT" }, "unparseable"],
+      ["a Reviewer naming its timeout", { code: "X", data: { attempt_outcome: "timeout" } }, "timeout"],
+      [
+        "a Reviewer naming an unparseable reply",
+        { code: "X", data: { attempt_outcome: "unparseable" } },
+        "unparseable",
+      ],
+      ["a Reviewer claiming a verdict outcome", { code: "X", data: { attempt_outcome: "verdict" } }, "provider_failed"],
+      ["a plain error", new Error("boom"), "provider_failed"],
+    ])(
+      "AM.states.8: a Reviewer call that throws %s is recorded as %s, never a pass",
+      async (_what, thrown, outcome) => {
+        const base = fakeReviewer("fake-pass");
+        const throwing: ReviewerPort = { ...base, verifier: { verify: () => Promise.reject(thrown) } };
+        const { projection } = await runWith([completion()], [throwing]);
+        expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual([outcome, outcome]);
+        expect(projection.state).toBe("review_unavailable");
+        expect(projection.terminal?.unavailable_reason).toBe("no_admissible_verdict");
+      },
+    );
+
     it("AM.states.8 AM.states.10: missing adapter coverage is recorded exactly on every attempt and ends review_unavailable(evidence_incomplete)", async () => {
       const counted = countingReviewer(fakeReviewer("fake-pass", {}, () => ["artifact:result.csv (csv adapter)"]));
       const { projection } = await runWith([completion()], [counted.port]);

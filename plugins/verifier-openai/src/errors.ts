@@ -1,4 +1,4 @@
-import { AspError } from "@asp/contracts";
+import { AspError, type AspErrorOptions } from "@asp/contracts";
 
 /**
  * Every code `@asp/verifier-openai` raises. Stable public API: switch on these, never on text.
@@ -54,5 +54,34 @@ export const OPENAI_REVIEWER_ERROR_CODES: readonly OpenAIReviewerErrorCode[] = O
   "ASP_OPENAI_SCHEMA_INVALID",
 ]);
 
-/** Thrown by `@asp/verifier-openai`; never carries the key, a header or server text. */
-export class OpenAIReviewerError extends AspError<OpenAIReviewerErrorCode> {}
+/**
+ * How a review attempt that failed with each code is recorded by the host (`data.attempt_outcome`,
+ * read by `@asp/auto-mode`'s `runAttempt`): an answer that came but is not an admissible verdict is
+ * `unparseable`, no answer in time is `timeout`, everything else `provider_failed`. None is a pass.
+ */
+export const ATTEMPT_OUTCOME_OF: Readonly<
+  Record<OpenAIReviewerErrorCode, "timeout" | "unparseable" | "provider_failed">
+> = Object.freeze({
+  ASP_OPENAI_BAD_OPTIONS: "provider_failed",
+  ASP_OPENAI_NO_API_KEY: "provider_failed",
+  ASP_OPENAI_BAD_REQUEST: "provider_failed",
+  ASP_OPENAI_CONNECTION_FAILED: "provider_failed",
+  ASP_OPENAI_TIMEOUT: "timeout",
+  ASP_OPENAI_ABORTED: "timeout",
+  ASP_OPENAI_RATE_LIMITED: "provider_failed",
+  ASP_OPENAI_HTTP_STATUS: "provider_failed",
+  ASP_OPENAI_RESPONSE_TOO_LARGE: "unparseable",
+  ASP_OPENAI_MALFORMED_RESPONSE: "unparseable",
+  ASP_OPENAI_REFUSAL: "unparseable",
+  ASP_OPENAI_SCHEMA_INVALID: "unparseable",
+});
+
+/**
+ * Thrown by `@asp/verifier-openai`; never carries the key, a header or server text. Its `data`
+ * names the attempt outcome the host records ({@link ATTEMPT_OUTCOME_OF}).
+ */
+export class OpenAIReviewerError extends AspError<OpenAIReviewerErrorCode> {
+  constructor(code: OpenAIReviewerErrorCode, message: string, options: AspErrorOptions = {}) {
+    super(code, message, { ...options, data: { ...options.data, attempt_outcome: ATTEMPT_OUTCOME_OF[code] } });
+  }
+}

@@ -11,7 +11,7 @@
 
 export { MAX_RESPONSE_BYTES } from "./client.js";
 export type { OpenAIReviewerErrorCode } from "./errors.js";
-export { OPENAI_REVIEWER_ERROR_CODES, OpenAIReviewerError } from "./errors.js";
+export { ATTEMPT_OUTCOME_OF, OPENAI_REVIEWER_ERROR_CODES, OpenAIReviewerError } from "./errors.js";
 export type { OpenAIReviewerIdentity, OpenAIReviewerIdentityParams } from "./identity.js";
 export { openAIReviewerFingerprint, openAIReviewerIdentity } from "./identity.js";
 export type { OpenAIReviewerOptions, ResolvedOptions } from "./options.js";

@@ -189,10 +189,10 @@ describe("verifier-openai through plugin-host and the Auto Mode runner", () => {
   });
 
   it.each([
-    ["a malformed body", raw(200, "{not json"), "provider_failed"],
-    ["schema-invalid content", reply({ verdict: "ok", findings: [], rationale: "" }), "provider_failed"],
+    ["a malformed body", raw(200, "{not json"), "unparseable"],
+    ["schema-invalid content", reply({ verdict: "ok", findings: [], rationale: "" }), "unparseable"],
     ["a 500", raw(500, "{}"), "provider_failed"],
-    ["a refusal", raw(200, JSON.stringify(completionBody(null, { refusal: "no" }))), "provider_failed"],
+    ["a refusal", raw(200, JSON.stringify(completionBody(null, { refusal: "no" }))), "unparseable"],
     ["a finding citing a ref not in the snapshot", reply(issues(["artifact:invented.csv"])), "unparseable"],
   ])(
     "AM.states.8: %s on both attempts ends review_unavailable(no_admissible_verdict) with two recorded attempts, never a pass",

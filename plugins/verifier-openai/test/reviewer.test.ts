@@ -191,14 +191,14 @@ describe("verifier-openai Reviewer", () => {
       server.answer(raw(status, JSON.stringify({ error: { message: "nope", type: "server_error" } })));
       const e = await failure(review());
       expect(e.code).toBe(code);
-      expect(e.data).toEqual({ status });
+      expect(e.data).toEqual({ status, attempt_outcome: "provider_failed" });
     });
 
     it("a refused connection (closed port) is ASP_OPENAI_CONNECTION_FAILED", async () => {
       const port = await closedPort();
       const e = await failure(review({ baseUrl: `http://127.0.0.1:${port}/v1` }));
       expect(e.code).toBe("ASP_OPENAI_CONNECTION_FAILED");
-      expect(e.data).toEqual({ reason: "ECONNREFUSED" });
+      expect(e.data).toEqual({ reason: "ECONNREFUSED", attempt_outcome: "provider_failed" });
     });
 
     it.each([
@@ -237,7 +237,7 @@ describe("verifier-openai Reviewer", () => {
         server.answer(raw(307, "", { location: `${other.baseUrl}/chat/completions` }));
         const e = await failure(review());
         expect(e.code).toBe("ASP_OPENAI_HTTP_STATUS");
-        expect(e.data).toEqual({ status: 307 });
+        expect(e.data).toEqual({ status: 307, attempt_outcome: "provider_failed" });
         expect(other.received).toHaveLength(0);
       } finally {
         await other.close();
@@ -252,7 +252,7 @@ describe("verifier-openai Reviewer", () => {
         const reviewer = createOpenAIReviewer({ options: options(), content: s.content, env });
         const e = await failure(reviewer.verify({ kind: "review", subject: s.subject }));
         expect(e.code).toBe("ASP_OPENAI_NO_API_KEY");
-        expect(e.data).toEqual({ apiKeyEnv: "ASP_TEST_OPENAI_KEY" });
+        expect(e.data).toEqual({ apiKeyEnv: "ASP_TEST_OPENAI_KEY", attempt_outcome: "provider_failed" });
       }
       expect(server.received).toHaveLength(0);
     });
@@ -380,7 +380,7 @@ describe("verifier-openai options and identity", () => {
     }
     expect(error).toBeInstanceOf(OpenAIReviewerError);
     expect((error as OpenAIReviewerError).code).toBe("ASP_OPENAI_BAD_OPTIONS");
-    expect((error as OpenAIReviewerError).data).toEqual({ key });
+    expect((error as OpenAIReviewerError).data).toEqual({ key, attempt_outcome: "provider_failed" });
     expect(JSON.stringify((error as OpenAIReviewerError).toJSON())).not.toContain("secret");
   });
 
