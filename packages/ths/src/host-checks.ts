@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { resolve } from "node:path";
+import { promisify } from "node:util";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
 import { type Digest, isDigest, isNormalizedPath, type ObjectStore, snapshotGitRevision } from "@asp/evidence";
 import type { HostChecks, HostChecksFinding, HostChecksParams, HostChecksResult } from "@asp/plugin-host";
@@ -97,6 +99,40 @@ async function afterTree(objects: ObjectStore, base: Digest, files: ReadonlyMap<
   return treeWith(objects, base, writes);
 }
 
+const run = promisify(execFile);
+
+/**
+ * The committed tree of a repository folder at git revision `rev`, in the object store: the
+ * revision's tree when `repo` is the root of its git work tree, else (a folder inside a larger
+ * repository, like `examples/demo-repo` in this one) the subtree at the folder's path. Never the
+ * worktree. Git runs with an argv array, never a shell.
+ *
+ * @throws ThsError `ASP_THS_BAD_REQUEST` when the folder is not inside a git work tree or holds
+ *   nothing at `rev`; EvidenceError `ASP_EVIDENCE_GIT_FAILED` when git fails.
+ */
+export async function committedTree(
+  repo: string,
+  rev: string,
+  store: { readonly id: string; readonly objects: ObjectStore },
+  excludes: readonly string[] = [],
+): Promise<Digest> {
+  const dir = resolve(repo);
+  let prefix: string;
+  try {
+    prefix = (await run("git", ["rev-parse", "--show-prefix"], { cwd: dir, encoding: "utf8" })).stdout.trim();
+  } catch (cause) {
+    throw new ThsError("ASP_THS_BAD_REQUEST", `${dir} is not inside a git work tree`, { cause, data: { repo: dir } });
+  }
+  const { tree } = await snapshotGitRevision(dir, rev, { store, excludes });
+  const path = prefix.replace(/\/$/, "");
+  if (path === "") return tree;
+  const at = await lookupPath(store.objects, tree, path);
+  if (at.kind !== "directory") {
+    throw new ThsError("ASP_THS_BAD_REQUEST", `${rev} holds no folder ${path}`, { data: { repo: dir, rev, path } });
+  }
+  return at.digest;
+}
+
 /** The gating findings of an envelope, as the host decided them (disposition and effective severity). */
 export function gatingFindings(envelope: DecisionEnvelope): HostChecksFinding[] {
   return envelope.findings
@@ -115,8 +151,9 @@ export function gatingFindings(envelope: DecisionEnvelope): HostChecksFinding[] 
 
 /**
  * The `asp.plugin.HostChecks` port over a composed host and one repository (issue 14 item 10): a
- * verifier's files, as blobs already in the store, are laid over the trusted base (the tree of a
- * git revision, default `HEAD`, never the worktree) into an after-tree built in the object store
+ * verifier's files, as blobs already in the store, are laid over the trusted base (the committed
+ * tree of the repository folder at a git revision, default `HEAD`, see {@link committedTree};
+ * never the worktree) into an after-tree built in the object store
  * only; the host evaluates that hypothetical change at the call-site (default `gate`) exactly as
  * a mediated apply validates one, and writes a receipt before answering. The trusted base never
  * moves and the worktree is never read or written. Same files, same base, same policy: same decision.
@@ -139,10 +176,7 @@ export function createHostChecks(options: HostChecksOptions): HostChecks {
   return Object.freeze({
     async evaluate(params: HostChecksParams): Promise<HostChecksResult> {
       const files = await checkFiles(objects, params);
-      const { tree: base } = await snapshotGitRevision(repo, options.base ?? "HEAD", {
-        store,
-        ...(options.excludes === undefined ? {} : { excludes: options.excludes }),
-      });
+      const base = await committedTree(repo, options.base ?? "HEAD", store, options.excludes ?? []);
       const after = await afterTree(objects, base, files);
       const { envelope, receipt } = await host.evaluate(callSite, { repo, hypothetical: { before: base, after } });
       return { decision: envelope.decision, receipt_id: receipt.receiptId, findings: gatingFindings(envelope) };

@@ -1,6 +1,6 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Digest } from "@asp/evidence";
+import { type Digest, snapshotWorktree } from "@asp/evidence";
 import { git } from "@asp/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ComposedHost, createHostChecks, showReceipt, trustedBaseKey } from "../src/index.js";
@@ -61,6 +61,25 @@ describe("createHostChecks (issue 14 item 10, asp.plugin.HostChecks)", () => {
       writeFileSync(join(repo, "README.md"), "ASP-SECRET in the worktree only\n");
       const r = await checks.evaluate({ files: [{ path: "src/a.ts", digest: await put("export const a = 3;\n") }] });
       expect(r.decision).toBe("allow");
+    });
+  });
+
+  describe("when the repository is a folder inside a larger git repository", () => {
+    it("the base is the folder's committed subtree, not the enclosing repository's tree", async () => {
+      const outer = tempRepo({ "ROOT-ONLY.md": "outer\n", "inner/src/a.ts": "export const a = 1;\n" });
+      git(outer, "init", "-q", "-b", "main");
+      git(outer, "add", "-A");
+      git(outer, "commit", "-q", "-m", "base");
+      const inner = join(outer, "inner");
+      mkdirSync(join(inner, "src"), { recursive: true });
+      const secrets = manifest("fake-honest-secrets", { id: "secrets" });
+      const { host } = await testHost({ policy: policyFor([secrets]), providers: [secrets] });
+      hosts.push(host);
+      const checks = createHostChecks({ host, store: host.store, repo: inner });
+      const r = await checks.evaluate({ files: [] });
+      const { envelope } = await showReceipt(host.log, r.receipt_id);
+      const clean = await snapshotWorktree(inner, { store: host.store });
+      expect(envelope?.baseline).toBe(clean.tree);
     });
   });
 

@@ -14,7 +14,7 @@ import {
   readRunFacts,
 } from "@asp/auto-mode";
 import type { Policy } from "@asp/contracts";
-import { type Digest, diffTrees, digestBytes, type Store, snapshotGitRevision, snapshotWorktree } from "@asp/evidence";
+import { type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
 import {
   type LoadedVerifier,
   loadPlugins,
@@ -23,7 +23,7 @@ import {
   registerPlugins,
 } from "@asp/plugin-host";
 import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
-import { type ComposedHost, createHostChecks, type HostConfig } from "@asp/ths";
+import { type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -190,14 +190,15 @@ export function readScript(path: string): EngineScript {
 
 /**
  * The default script: one completion whose artifacts are the repository's changed files (the
- * worktree against `HEAD`, as the host snapshots them: removed files and links are left out), or,
+ * worktree against `HEAD` (`committedTree`), as the host snapshots them: removed files and links are left out), or,
  * when nothing changed, the built-in deterministic edit ({@link DEMO_ARTIFACT_PATH}).
  */
 export async function defaultScript(repo: string, store: Store, excludes: readonly string[]): Promise<EngineScript> {
   const target = { id: store.id, objects: store.objects };
-  const head = await snapshotGitRevision(repo, "HEAD", { store: target, excludes });
+  // The same base the Reviewer's host checks lay the candidate over (a folder's subtree inside a larger repository).
+  const head = await committedTree(repo, "HEAD", target, excludes);
   const now = await snapshotWorktree(repo, { store: target, excludes });
-  const changes = await diffTrees(store.objects, head.tree, now.tree);
+  const changes = await diffTrees(store.objects, head, now.tree);
   const artifacts: CompletionArtifact[] = [];
   for (const c of changes.changes) {
     if (c.after === null || c.after.mode === "120000" || c.after.mode === "040000") continue;
