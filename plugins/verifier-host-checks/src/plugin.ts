@@ -1,25 +1,21 @@
-import type { Verifier } from "@asp/contracts";
-import type { ContentReader, HostChecks } from "@asp/plugin-host";
+import type { HostChecks, Verifier } from "@asp/contracts";
 import { createDependencyRef, defineVerifier, type VerifierPlugin } from "@asp/sdk";
 import { reviewWithHostChecks } from "./review.js";
 
 /** The plugin id, as in `asp-plugin.json`. */
 export const PLUGIN_ID = "asp.verifier-host-checks";
 
-/** The ports it asks for: the host's checks and read-only content by digest. */
-const DEPS = {
-  checks: createDependencyRef<HostChecks>("asp.plugin.HostChecks"),
-  content: createDependencyRef<ContentReader>("asp.plugin.ContentReader"),
-};
+/**
+ * The one port it asks for: the host's checks. It reads no content itself (the host reads the
+ * blobs it evaluates), so it is not given the content reader: least authority.
+ */
+const DEPS = { checks: createDependencyRef<HostChecks>("asp.plugin.HostChecks") };
 
 /**
  * The Reviewer over the two ports: reviews only (a guardian request is refused with a throw,
  * which the host records as a failure, never as an allow).
  */
-export function createHostChecksVerifier(ports: {
-  readonly checks: HostChecks;
-  readonly content: ContentReader;
-}): Verifier {
+export function createHostChecksVerifier(ports: { readonly checks: HostChecks }): Verifier {
   return {
     verify: async (request) => {
       if (request.kind !== "review") throw new Error("asp.verifier-host-checks reviews only");
@@ -30,7 +26,7 @@ export function createHostChecksVerifier(ports: {
 
 /**
  * The plugin declaration the entry exports: a verifier granted `review`, depending on
- * `asp.plugin.HostChecks` and `asp.plugin.ContentReader`. Nothing runs until the host calls `init`;
+ * `asp.plugin.HostChecks` only. Nothing runs until the host calls `init`;
  * a host that supplies no checks refuses it there (`ASP_PLUGIN_PORT_UNAVAILABLE`).
  */
 export const hostChecksPlugin: VerifierPlugin = defineVerifier({

@@ -1,5 +1,12 @@
-import type { EvidenceSnapshot, FindingSeverity, ReviewFinding, ReviewResponse, Severity } from "@asp/contracts";
-import type { ContentReader, HostChecks, HostChecksFinding } from "@asp/plugin-host";
+import type {
+  EvidenceSnapshot,
+  FindingSeverity,
+  HostChecks,
+  HostChecksFinding,
+  ReviewFinding,
+  ReviewResponse,
+  Severity,
+} from "@asp/contracts";
 import { HostChecksReviewError } from "./errors.js";
 
 /** What the Auto Run core sends a Reviewer: the candidate, its payload text and its Evidence Snapshot. */
@@ -42,7 +49,7 @@ export function claimOf(f: HostChecksFinding): string {
  *   subject; `ASP_HOST_CHECKS_NO_FILES` when it has no file artifact (there is nothing this
  *   Reviewer can judge: never a pass).
  */
-export function filesOf(subject: unknown): Array<{ path: string; digest: string }> {
+export function filesOf(subject: unknown): Array<{ readonly path: string; readonly digest: string }> {
   const refs = (subject as { snapshot?: { refs?: unknown } } | null)?.snapshot?.refs;
   if (!Array.isArray(refs)) {
     throw new HostChecksReviewError("ASP_HOST_CHECKS_NOT_A_SUBJECT", "the subject has no evidence snapshot refs");
@@ -62,23 +69,16 @@ export function filesOf(subject: unknown): Array<{ path: string; digest: string 
  * per gating finding, and anything else throws (the runner records `provider_failed`, never a pass).
  *
  * @throws HostChecksReviewError `ASP_HOST_CHECKS_NOT_A_SUBJECT`, `ASP_HOST_CHECKS_NO_FILES`,
- *   `ASP_HOST_CHECKS_MISSING_BLOB` (an artifact's blob is not in the store),
  *   `ASP_HOST_CHECKS_INDETERMINATE` (the host could not decide, or denied without a gating finding);
  *   any error of the host's checks (a refused path) as is.
  */
 export async function reviewWithHostChecks(
   subject: unknown,
-  ports: { readonly checks: HostChecks; readonly content: ContentReader },
+  ports: { readonly checks: HostChecks },
 ): Promise<ReviewResponse> {
   const files = filesOf(subject);
-  for (const f of files) {
-    if ((await ports.content.read(f.digest as never)) === null) {
-      throw new HostChecksReviewError("ASP_HOST_CHECKS_MISSING_BLOB", `no blob for ${f.path}`, {
-        data: { path: f.path },
-      });
-    }
-  }
-  const result = await ports.checks.evaluate({ files: files as never });
+  // The host checks every path, and that every blob is in its store, before it evaluates anything.
+  const result = await ports.checks.evaluate({ files });
   if (result.decision === "allow") return { kind: "review", verdict: "pass", findings: [] };
   if (result.decision !== "deny" || result.findings.length === 0) {
     throw new HostChecksReviewError(

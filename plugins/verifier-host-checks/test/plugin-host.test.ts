@@ -1,22 +1,13 @@
 // Through the host's plugin machinery: the plugin packed and signed, verified and granted by
 // loadPlugins, registered by registerPlugins with a HostChecks port, its answers validated by
-// plugin-host and admitted by the Auto Run core's parseVerdict.
+// plugin-host (apps/cli/test/auto.test.ts proves the Auto Run core admits them, end to end).
 import "reflect-metadata";
 import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseVerdict } from "@asp/auto-mode";
-import type { EvidenceSnapshot, Policy } from "@asp/contracts";
-import {
-  type HostChecks,
-  type HostChecksResult,
-  loadPlugins,
-  readTrustRoots,
-  registerPlugins,
-  TOKENS,
-  writeKeyPair,
-} from "@asp/plugin-host";
+import type { EvidenceSnapshot, HostChecks, HostChecksResult, Policy } from "@asp/contracts";
+import { loadPlugins, readTrustRoots, registerPlugins, TOKENS, writeKeyPair } from "@asp/plugin-host";
 import { packPlugin } from "@asp/plugin-pack";
 import { container } from "tsyringe";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -92,7 +83,7 @@ describe("verifier-host-checks through plugin-host (issue 14 item 10)", () => {
     const v = await reviewer({ decision: "allow", receipt_id: "rcpt-1", findings: [] }, seen);
     const answer = await v.verify({ kind: "review", subject });
     expect(seen).toEqual([{ files: [{ path: "src/a.ts", digest: D(2) }] }]);
-    expect(parseVerdict(answer, snapshot)).toEqual({ verdict: "pass", findings: [], rationale: null });
+    expect(answer).toEqual({ kind: "review", verdict: "pass", findings: [] });
   });
 
   it("deny is issues: one admissible finding per gating finding, severity and category from the diagnostic", async () => {
@@ -112,9 +103,15 @@ describe("verifier-host-checks through plugin-host (issue 14 item 10)", () => {
         { provider: "p", severity: "info", code: "p/x", message: "note" },
       ],
     });
-    const parsed = parseVerdict(await v.verify({ kind: "review", subject }), snapshot);
-    expect(parsed?.verdict).toBe("issues");
-    expect(parsed?.findings).toEqual([
+    const answer = await v.verify({ kind: "review", subject });
+    expect(answer.kind === "review" && answer.verdict).toBe("issues");
+    const refs = new Set(snapshot.refs.map((r) => r.name));
+    const findings = answer.kind === "review" ? answer.findings : [];
+    // Every ref resolves in the reviewed snapshot (what the Auto Run core's parseVerdict requires).
+    for (const f of findings) for (const r of f.evidence_refs) expect(refs.has(r)).toBe(true);
+    expect(
+      findings.map(({ severity, category, claim, evidence_refs }) => ({ severity, category, claim, evidence_refs })),
+    ).toEqual([
       {
         severity: "major",
         category: "host_check.asp.provider-secrets",
