@@ -45,8 +45,9 @@ const snapshot: EvidenceSnapshot = {
 };
 const subject = { candidate_id: "cand-1", payload: "done", snapshot };
 
-async function reviewer(answer: HostChecksResult | Error, seen: unknown[] = []) {
-  const result = await loadPlugins({
+/** The packed plugin, verified and granted `review` by a policy, as a host loads it. */
+function load() {
+  return loadPlugins({
     dirs: [packed.dir],
     trustRoots: readTrustRoots([pub]),
     policy: {
@@ -58,6 +59,10 @@ async function reviewer(answer: HostChecksResult | Error, seen: unknown[] = []) 
     } satisfies Policy,
     kinds: ["verifier"],
   });
+}
+
+async function reviewer(answer: HostChecksResult | Error, seen: unknown[] = []) {
+  const result = await load();
   expect(result.refused).toEqual([]);
   const checks: HostChecks = {
     evaluate: async (params) => {
@@ -146,18 +151,7 @@ describe("verifier-host-checks through plugin-host (issue 14 item 10)", () => {
   });
 
   it("is refused at init when the host supplies no checks (ASP_PLUGIN_PORT_UNAVAILABLE)", async () => {
-    const result = await loadPlugins({
-      dirs: [packed.dir],
-      trustRoots: readTrustRoots([pub]),
-      policy: {
-        apiVersion: "asp.policy/v1",
-        requirements: [],
-        providers: [],
-        grants: [],
-        plugins: [{ id: packed.id, digest: packed.digest, capabilities: ["review"] }],
-      },
-      kinds: ["verifier"],
-    });
+    const result = await load();
     const c = container.createChildContainer();
     registerPlugins(c, result, { clock: { now: () => new Date(0) }, content: { read: async () => null } });
     expect(() => c.resolveAll(TOKENS.Verifier)).toThrowWithCode("ASP_PLUGIN_PORT_UNAVAILABLE");

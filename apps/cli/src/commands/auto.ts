@@ -30,8 +30,8 @@ import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { requireHostConfig } from "../host-config.js";
 import { inert as t } from "../terminal.js";
-import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig } from "./host.js";
-import { openForReading, openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
+import { CONFIG_OPTION_HELP, readHostConfig, withComposedHost } from "./host.js";
+import { openForReading, WAIT_OPTION_HELP } from "./store.js";
 
 /** The file `asp auto run` adds when the repository has no change of its own (the demo's edit). */
 export const DEMO_ARTIFACT_PATH = "AUTO-MODE-DEMO.md";
@@ -297,18 +297,10 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
   const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path);
   assertStages(resolved);
   const script = flags.script === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.script));
-  const store = await openForWriting(ctx, "auto run", config.store, parseWait(flags.wait));
-  let host: ComposedHost;
-  try {
-    host = await hostFromConfig(ctx, config, { store }, repo);
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  try {
+  await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
     const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
-    const engine = createScriptedEngine(script ?? (await defaultScript(repo, store, config.excludes)));
-    const runner = createAutoRunner({ store, engine, reviewers: [reviewer], flags: resolved.flags });
+    const engine = createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)));
+    const runner = createAutoRunner({ store: host.store, engine, reviewers: [reviewer], flags: resolved.flags });
     const projection = await runner.run({
       run: {
         root_frame_id: "cli",
@@ -321,13 +313,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
     });
     ctx.print(renderProjection(projection), projection);
     ctx.setExit(autoExitCode(projection));
-  } finally {
-    try {
-      await host.close();
-    } finally {
-      await store.close();
-    }
-  }
+  });
 }
 
 async function autoShow(ctx: CliContext, runId: string, flags: { readonly config?: string }): Promise<void> {
