@@ -115,6 +115,16 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
     expect(autoShow(config, run.projection.runId).projection).toEqual(run.projection);
   });
 
+  it("without --script the candidate is the worktree's change against HEAD: an untracked key is found and named", () => {
+    const { repo, config } = setup();
+    writeFileSync(join(repo, "src", "upload.ts"), `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`);
+    const run = autoRun(config, repo);
+    expect(run.code).toBe(1);
+    expect(run.projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["src/upload.ts"]);
+    expect(run.projection.findings.map((f) => f.evidence_refs)).toContainEqual(["artifact:src/upload.ts"]);
+    expect(run.projection.findings.every((f) => f.claim.startsWith("src/upload.ts:1 "))).toBe(true);
+  });
+
   it("a tampered store projects safety_boundary on show, never the committed state (exit 2)", async () => {
     const { repo, config } = setup();
     const run = autoRun(config, repo);
