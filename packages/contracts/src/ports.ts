@@ -1,9 +1,11 @@
 import type {
   AssuranceMode,
+  Decision,
   FindingSeverity,
   GuardianDecision,
   ReviewVerdict,
   RiskLevel,
+  Severity,
   TransactionGuarantee,
 } from "./vocabularies.js";
 
@@ -178,4 +180,51 @@ export interface Sandbox {
   launch?(request: LaunchRequest): Promise<LaunchResult>;
   stage?(request: StageRequest): Promise<StageResult>;
   recover?(request: RecoverRequest): Promise<RecoverResult>;
+}
+
+/** One file of a candidate for {@link HostChecks.evaluate}: a repository-relative path and a blob the store holds. */
+export interface HostChecksFile {
+  /** Repository-relative, `/`-separated; absolute, `..`, `.git` or non-normalized paths are refused. */
+  readonly path: string;
+  /** The blob digest (`sha256:...`) of the file's bytes, already in the host's object store. */
+  readonly digest: string;
+}
+
+/** What a verifier asks the host's checks: the files to lay over the repository's trusted base. */
+export interface HostChecksParams {
+  readonly files: readonly HostChecksFile[];
+}
+
+/** One gating finding of a host-checks evaluation, as the host decided it (never as a provider claimed it). */
+export interface HostChecksFinding {
+  /** The check provider that reported it (host-authenticated). */
+  readonly provider: string;
+  readonly path?: string;
+  /** 1-based line, when the diagnostic has a range. */
+  readonly line?: number;
+  /** The host's effective severity. */
+  readonly severity: Severity;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The host's answer: its decision over the hypothetical after-tree, the durable receipt, the gating findings. */
+export interface HostChecksResult {
+  readonly decision: Decision;
+  /** The audit receipt the evaluation wrote before answering. */
+  readonly receipt_id: string;
+  readonly findings: readonly HostChecksFinding[];
+}
+
+/**
+ * The `asp.plugin.HostChecks` port (verifiers only): the host runs its own granted check
+ * providers over the candidate's files laid over the repository's trusted base, decides, and
+ * writes a receipt. Deterministic: the same files over the same base give the same decision.
+ */
+export interface HostChecks {
+  /**
+   * Evaluate `params.files` over the trusted base.
+   * @throws an `ASP_*` coded error when a path is refused or a blob is missing (never evaluated).
+   */
+  evaluate(params: HostChecksParams): Promise<HostChecksResult>;
 }

@@ -33,6 +33,8 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_PLUGIN_IO`: a file could not be read or written (category `internal`).
  * - `ASP_PLUGIN_FORBIDDEN_PORT`: an in-process plugin depends on something that is not a port
  *   of its kind (see `PLUGIN_PORT_KEYS`): host internals are never resolvable by a plugin.
+ * - `ASP_PLUGIN_PORT_UNAVAILABLE`: a verifier depends on an optional port of its kind
+ *   (`asp.plugin.HostChecks`) that the composing host does not supply; raised at init, nothing ran.
  * - `ASP_PLUGIN_BAD_OUTPUT`: a verifier's or sandbox's answer fails its contracts schema, or a
  *   sandbox reports a guarantee its grant cannot back.
  * - `ASP_PLUGIN_UNKNOWN_REQUIREMENT`: pinning a plugin in a policy names a requirement the policy
@@ -65,6 +67,7 @@ export type PluginErrorCode =
   | "ASP_PLUGIN_BAD_TRUST_ROOT"
   | "ASP_PLUGIN_IO"
   | "ASP_PLUGIN_FORBIDDEN_PORT"
+  | "ASP_PLUGIN_PORT_UNAVAILABLE"
   | "ASP_PLUGIN_BAD_OUTPUT"
   | "ASP_PLUGIN_UNKNOWN_REQUIREMENT"
   | "ASP_PLUGIN_BAD_POLICY"
@@ -95,6 +98,7 @@ export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
   "ASP_PLUGIN_BAD_TRUST_ROOT",
   "ASP_PLUGIN_IO",
   "ASP_PLUGIN_FORBIDDEN_PORT",
+  "ASP_PLUGIN_PORT_UNAVAILABLE",
   "ASP_PLUGIN_BAD_OUTPUT",
   "ASP_PLUGIN_UNKNOWN_REQUIREMENT",
   "ASP_PLUGIN_BAD_POLICY",

@@ -52,6 +52,11 @@ export { isTrustRoot, parseTrustDocument, readTrustRoots, TRUST_FILE_TYPE } from
 export type {
   CapturedInit,
   DependencyRefLike,
+  HostChecks,
+  HostChecksFile,
+  HostChecksFinding,
+  HostChecksParams,
+  HostChecksResult,
   LoadedInProcess,
   LoadedProvider,
   LoadedSandbox,

@@ -1,7 +1,15 @@
 import { type PluginKind, validate } from "@asp/contracts";
 import type { Clock, Digest } from "@asp/evidence";
 import { PluginError } from "./errors.js";
-import type { DependencyRefLike, LaunchResult, RecoverResult, StageResult, VerifyResponse } from "./types.js";
+import type {
+  DependencyRefLike,
+  HostChecks,
+  HostChecksParams,
+  LaunchResult,
+  RecoverResult,
+  StageResult,
+  VerifyResponse,
+} from "./types.js";
 
 /**
  * Read-only content by digest: the one view of the store a plugin gets (never the object store,
@@ -22,12 +30,19 @@ export interface PluginPorts {
   readonly clock: Clock;
   /** Blob reads by digest (`asp.plugin.ContentReader`): verifiers only. */
   readonly content: ContentReader;
+  /**
+   * The host's own gate evaluation of a candidate's files (`asp.plugin.HostChecks`): verifiers
+   * only, and only where the composing host supplies it (a verifier asking for it otherwise is
+   * refused at init, `ASP_PLUGIN_PORT_UNAVAILABLE`).
+   */
+  readonly checks?: HostChecks;
 }
 
 /** The `key` a plugin names in `createDependencyRef(key)` for each port. */
 export const PLUGIN_PORT_KEYS = Object.freeze({
   clock: "asp.plugin.Clock",
   content: "asp.plugin.ContentReader",
+  checks: "asp.plugin.HostChecks",
 } as const);
 
 type PortName = keyof typeof PLUGIN_PORT_KEYS;
@@ -38,7 +53,7 @@ type InProcessKind = Exclude<PluginKind, "provider">;
  * is handed the writes to stage in its request, so it needs only the clock.
  */
 const PORTS_OF: { readonly [K in InProcessKind]: readonly PortName[] } = {
-  verifier: ["clock", "content"],
+  verifier: ["clock", "content", "checks"],
   sandbox: ["clock"],
 };
 
@@ -73,7 +88,8 @@ export function assertPluginPorts(
  * the port (only its method, bound to the host's implementation), so the plugin cannot reach
  * whatever object implements it.
  *
- * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` (see {@link assertPluginPorts}).
+ * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` (see {@link assertPluginPorts});
+ *   `ASP_PLUGIN_PORT_UNAVAILABLE` when it asks for an optional port (`checks`) the host does not supply.
  */
 export function portsFor(
   kind: InProcessKind,
@@ -82,12 +98,28 @@ export function portsFor(
   ports: PluginPorts,
 ): Record<string, unknown> {
   assertPluginPorts(kind, id, deps);
+  const checks = ports.checks;
   const attenuated: { readonly [P in PortName]: unknown } = {
     clock: Object.freeze({ now: () => new Date(ports.clock.now().getTime()) }),
     content: Object.freeze({ read: (digest: Digest) => ports.content.read(digest) }),
+    checks:
+      checks === undefined
+        ? undefined
+        : Object.freeze({ evaluate: (params: HostChecksParams) => checks.evaluate(params) }),
   };
   const out: Record<string, unknown> = {};
-  for (const [name, ref] of Object.entries(deps)) out[name] = attenuated[portNamed(kind, ref.key) as PortName];
+  for (const [name, ref] of Object.entries(deps)) {
+    const port = portNamed(kind, ref.key) as PortName;
+    // Fail closed at init: a verifier that needs the host's checks must never run without them.
+    if (attenuated[port] === undefined) {
+      throw new PluginError(
+        "ASP_PLUGIN_PORT_UNAVAILABLE",
+        `${kind} ${id} asks for ${PLUGIN_PORT_KEYS[port]} (as ${JSON.stringify(name).slice(0, 100)}); this host does not supply it`,
+        { data: { id, kind, key: PLUGIN_PORT_KEYS[port] } },
+      );
+    }
+    out[name] = attenuated[port];
+  }
   return Object.freeze(out);
 }
 

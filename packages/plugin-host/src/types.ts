@@ -118,6 +118,11 @@ export interface Sandbox extends SandboxPort {
 
 // The port shapes are declared once, in @asp/contracts (the SDK re-exports the same types).
 export type {
+  HostChecks,
+  HostChecksFile,
+  HostChecksFinding,
+  HostChecksParams,
+  HostChecksResult,
   LaunchRequest,
   LaunchResult,
   RecoverRequest,

@@ -143,6 +143,76 @@ describe("in-process plugin ports (issue 12 item 4)", () => {
     });
   });
 
+  describe("when a verifier asks for the host's checks (asp.plugin.HostChecks, issue 14 item 10)", () => {
+    /** A verifier whose review is whatever the host's checks decide over one file. */
+    const checking = (id: string) => `export default {
+  $$type: "@asp/VerifierPlugin", version: 1, kind: "verifier", id: ${JSON.stringify(id)}, capabilities: ["review"],
+  register(reg) {
+    reg.registerInit({
+      deps: { checks: ${dep(PLUGIN_PORT_KEYS.checks)} },
+      init: ({ checks }) => ({
+        verify: async () => {
+          const r = await checks.evaluate({ files: [{ path: "a.txt", digest: ${JSON.stringify(BLOB_ID)} }] });
+          const keys = Object.keys(checks).sort().join(",");
+          return { kind: "review", verdict: r.decision === "allow" ? "pass" : "issues", findings: r.findings.map((f) => ({ severity: "major", category: "host_check", claim: f.message + " " + keys, evidence_refs: [], title: f.code })) };
+        },
+      }),
+    });
+  },
+};
+`;
+
+    it("gets only evaluate(), bound to the host's checks", async () => {
+      const p = signedPlugin("verifier", "verifier-checks", checking("verifier-checks"), ["review"]);
+      const result = await loadPlugins({ dirs: [p.dir], trustRoots: p.roots, policy: p.policy });
+      expect(result.refused).toEqual([]);
+      const { child } = await hostContainer();
+      const seen: unknown[] = [];
+      registerPlugins(child, result, {
+        ...ports(),
+        checks: {
+          evaluate: async (params) => {
+            seen.push(params);
+            return {
+              decision: "deny",
+              receipt_id: "rcpt-1",
+              findings: [{ provider: "p", severity: "error", code: "p/x", message: "broken" }],
+            };
+          },
+        },
+      });
+      const [v] = child.resolveAll(TOKENS.Verifier);
+      const answer = await v?.verify({ kind: "review", subject: {} });
+      expect(seen).toEqual([{ files: [{ path: "a.txt", digest: BLOB_ID }] }]);
+      expect(answer).toMatchObject({ verdict: "issues", findings: [{ claim: "broken evaluate" }] });
+    });
+
+    it("fails closed at init with ASP_PLUGIN_PORT_UNAVAILABLE when the host supplies none", async () => {
+      const p = signedPlugin("verifier", "verifier-checks-none", checking("verifier-checks-none"), ["review"]);
+      const result = await loadPlugins({ dirs: [p.dir], trustRoots: p.roots, policy: p.policy });
+      expect(result.refused).toEqual([]);
+      const { child } = await hostContainer();
+      registerPlugins(child, result, ports());
+      expect(() => child.resolveAll(TOKENS.Verifier)).toThrowWithCode("ASP_PLUGIN_PORT_UNAVAILABLE");
+    });
+
+    it("a sandbox may not ask for the host's checks", async () => {
+      const p = signedPlugin(
+        "sandbox",
+        "sandbox-checks",
+        `export default {
+  $$type: "@asp/SandboxPlugin", version: 1, kind: "sandbox", id: "sandbox-checks", capabilities: ["sandbox:staged_snapshot"],
+  register(reg) {
+    reg.registerInit({ deps: { checks: ${dep(PLUGIN_PORT_KEYS.checks)} }, init: () => ({ stage: async () => ({ applied: true, guarantee: "none" }) }) });
+  },
+};
+`,
+      );
+      const result = await loadPlugins({ dirs: [p.dir], trustRoots: p.roots, policy: p.policy });
+      expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_FORBIDDEN_PORT"]);
+    });
+  });
+
   describe("when a plugin's answer is not what its contract allows", () => {
     it.each([
       ["a host-owned decision in a review", { kind: "review", verdict: "pass", findings: [], decision: "allow" }],

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import {
+  type AutoModeConfig,
   type DuplicateKey,
   findDuplicateKeys,
   type ProviderManifest,
@@ -45,6 +46,12 @@ export interface HostConfig {
    * served to providers, never part of the change. Default `{ roots: "auto" }`; `false`: none.
    */
   readonly environment: EnvironmentSetting;
+  /**
+   * Auto Mode rollout at deployment scope (stage flags, selection, budgets: the contracts
+   * `auto-mode-config` shape), or null when the file sets none (every stage off). `asp auto run`
+   * resolves it with the `OPENAI4S_*` environment through `@asp/rollout`'s `resolveConfiguration`.
+   */
+  readonly autoMode: AutoModeConfig | null;
 }
 
 /**
@@ -108,6 +115,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     // A path inside the candidate repository: the schema keeps it relative, normalized, never escaping.
     candidatePolicy: obj.candidatePolicy ?? null,
     environment: checkEnvironmentSetting(obj.environment, path),
+    autoMode: obj.autoMode === undefined ? null : structuredClone(obj.autoMode),
   };
 }
 

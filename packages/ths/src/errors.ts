@@ -22,6 +22,11 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   being evaluated, after resolving symlinks (input).
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
+ * - `ASP_THS_HOST_CHECKS_BAD_PATH`: a verifier asked the host's checks (`createHostChecks`) to lay a
+ *   file at an absolute, `..`, `.git`, `.asp` or non-normalized path, or through a link / below a
+ *   file of the base tree; nothing is evaluated (input).
+ * - `ASP_THS_HOST_CHECKS_BAD_FILES`: the host-checks request is not a list of at most 10,000 distinct
+ *   files, or names a blob the store does not hold; nothing is evaluated (input).
  * - `ASP_APPLY_UNKNOWN_PROPOSAL`: `Host.apply` was given a proposal id the store does not hold (input).
  */
 export type ThsErrorCode =
@@ -36,6 +41,8 @@ export type ThsErrorCode =
   | "ASP_THS_BAD_RECEIPT"
   | "ASP_THS_UNTRUSTED_LOCATION"
   | "ASP_THS_INTERNAL"
+  | "ASP_THS_HOST_CHECKS_BAD_PATH"
+  | "ASP_THS_HOST_CHECKS_BAD_FILES"
   | "ASP_APPLY_UNKNOWN_PROPOSAL";
 
 /** Every {@link ThsErrorCode}, for table tests and documentation. */
@@ -51,6 +58,8 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_RECEIPT",
   "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_INTERNAL",
+  "ASP_THS_HOST_CHECKS_BAD_PATH",
+  "ASP_THS_HOST_CHECKS_BAD_FILES",
   "ASP_APPLY_UNKNOWN_PROPOSAL",
 ];
 

@@ -57,6 +57,8 @@ export type { HealthSubject, ProviderIdentity, ReadHealthStatusParams } from "./
 export { readHealthStatus } from "./health.js";
 export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
 export { Host } from "./host.js";
+export type { HostChecksOptions } from "./host-checks.js";
+export { committedTree, createHostChecks, gatingFindings } from "./host-checks.js";
 export type { LaunchRecord } from "./launcher.js";
 export { loadPolicy } from "./policy-file.js";
 export type { ProviderPin, RequiredRequirement, VerifiedGrant } from "./policy-view.js";

@@ -20,7 +20,16 @@ describe("host configuration", () => {
       excludes: [],
       candidatePolicy: null,
       environment: { roots: "auto" },
+      autoMode: null,
     });
+  });
+
+  it("carries the Auto Mode rollout of the trusted file (issue 14), and refuses an unknown stage", () => {
+    const autoMode = { stages: { stage2_auto_run_storage: true }, result_review_mode: "review_only" };
+    expect(parseHostConfig({ store: "s", policy: "p", autoMode }, "/x").autoMode).toEqual(autoMode);
+    expect(() =>
+      parseHostConfig({ store: "s", policy: "p", autoMode: { stages: { stage99: true } } }, "/x"),
+    ).toThrowWithCode("ASP_THS_BAD_CONFIG");
   });
 
   it.each([

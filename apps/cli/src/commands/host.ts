@@ -186,18 +186,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
   }
   // Threat model invariant 2: the candidate never configures the host that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  const waitMs = parseWait(flags.wait);
-  // The store is held for the whole evaluation: what the decision read (the trusted base) is
-  // still what it appends after (ADR 0003). Another holder is waited for, bounded.
-  const store = await openForWriting(ctx, verb, config.store, waitMs);
-  let host: ComposedHost;
-  try {
-    host = await hostFromConfig(ctx, config, { store }, repo);
-  } catch (error) {
-    await store.close();
-    throw error;
-  }
-  try {
+  await withComposedHost(ctx, verb, config, repo, flags.wait, async (host) => {
     const { envelope } = await host.evaluate(callSite, {
       repo,
       ...(flags.base === undefined ? {} : { base: flags.base }),
@@ -207,6 +196,32 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
     });
     ctx.print(renderEnvelope(envelope, config.store), envelope);
     ctx.setExit(EXIT_OF[envelope.decision]);
+  });
+}
+
+/**
+ * Hold the configuration's store for writing (waiting up to `--wait` for another holder), compose
+ * its host over it for `repo`, run `fn`, and close both whatever happens. What the work read (the
+ * trusted base, a run's state) is still what it appends after (ADR 0003).
+ */
+export async function withComposedHost<T>(
+  ctx: CliContext,
+  verb: string,
+  config: HostConfig,
+  repo: string,
+  wait: string | undefined,
+  fn: (host: ComposedHost) => Promise<T>,
+): Promise<T> {
+  const store = await openForWriting(ctx, verb, config.store, parseWait(wait));
+  let host: ComposedHost;
+  try {
+    host = await hostFromConfig(ctx, config, { store }, repo);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  try {
+    return await fn(host);
   } finally {
     try {
       await host.close();

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerApply, registerEdit, registerServe } from "./apply.js";
+import { registerAuto } from "./auto.js";
 import { registerConfig } from "./config.js";
 import { registerConformance } from "./conformance.js";
 import { registerDogfood } from "./dogfood.js";
@@ -23,6 +24,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerDogfood,
   registerStore,
   registerConfig,
+  registerAuto,
   registerPolicy,
   registerPlugin,
   registerConformance,

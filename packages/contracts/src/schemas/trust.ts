@@ -1,4 +1,5 @@
 import { type Static, Type } from "@sinclair/typebox";
+import { AutoModeConfigSchema } from "./auto-mode.js";
 import { Closed, Digest, PluginId, RelPath, requires, SemVer, StringEnum } from "./common.js";
 import { ProviderManifestSchema } from "./host.js";
 
@@ -145,6 +146,12 @@ export const HostConfigSchema = Type.Object(
         ),
       ]),
     ),
+    /**
+     * Auto Mode rollout at deployment scope (the contracts `auto-mode-config` shape: stage flags,
+     * preset, result review mode, approvals reviewer, budgets), as `asp auto run` resolves it with
+     * the `OPENAI4S_*` environment. Only trusted configuration may turn a stage on.
+     */
+    autoMode: Type.Optional(AutoModeConfigSchema),
   },
   Closed,
 );

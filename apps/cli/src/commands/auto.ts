@@ -1,0 +1,370 @@
+import { randomUUID } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import {
+  AutoModeError,
+  type AutoRunProjection,
+  type CompletionArtifact,
+  createAutoRunner,
+  createScriptedEngine,
+  type EngineScript,
+  type EngineStep,
+  loadAutoRunProjection,
+  type ReviewerPort,
+  readRunFacts,
+} from "@asp/auto-mode";
+import type { Policy } from "@asp/contracts";
+import { type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
+import {
+  type LoadedVerifier,
+  loadPlugins,
+  TOKENS as PLUGIN_TOKENS,
+  readTrustRoots,
+  registerPlugins,
+} from "@asp/plugin-host";
+import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
+import { type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
+import type { Command } from "commander";
+import type { CliContext } from "../context.js";
+import { UsageError } from "../errors.js";
+import { EXIT } from "../exit-codes.js";
+import { requireHostConfig } from "../host-config.js";
+import { inert as t } from "../terminal.js";
+import { CONFIG_OPTION_HELP, readHostConfig, withComposedHost } from "./host.js";
+import { openForReading, WAIT_OPTION_HELP } from "./store.js";
+
+/** The file `asp auto run` adds when the repository has no change of its own (the demo's edit). */
+export const DEMO_ARTIFACT_PATH = "AUTO-MODE-DEMO.md";
+const DEMO_TEXT =
+  "# Auto Mode demo\n\nThis file is the scripted engine's built-in, deterministic edit (`asp auto run` with no\nchanges in the worktree). The Reviewer checks it like any candidate file.\n";
+
+/** Exit codes of `asp auto run|show`: 0 verified, 1 completed with issues, 2 any other state. */
+export function autoExitCode(projection: AutoRunProjection): number {
+  if (projection.state === "verified") return EXIT.ok;
+  if (projection.state === "completed_with_issues") return EXIT.deny;
+  return EXIT.indeterminate;
+}
+
+/** The human rendering of a projection: user truth, terminal reason, findings, how to reprint it. */
+export function renderProjection(p: AutoRunProjection): string {
+  const lines = [`${t(p.user_truth)}  (run ${t(p.runId)})`];
+  lines.push(`state ${t(p.state ?? "-")}  terminal reason ${t(p.terminal_reason ?? "-")}`);
+  if (p.candidate !== null) {
+    lines.push(`candidate ${t(p.candidate.candidate_id)} (${t(p.candidate.review_status)})`);
+    for (const a of p.candidate.artifact_versions) lines.push(`  artifact ${t(a.artifact_id)} ${t(a.checksum)}`);
+  }
+  const stop = p.terminal?.stop_reason ?? null;
+  const unavailable = p.terminal?.unavailable_reason ?? null;
+  if (stop !== null) lines.push(`stop reason ${t(stop)}`);
+  if (unavailable !== null) lines.push(`unavailable reason ${t(unavailable)}`);
+  for (const f of p.findings) {
+    lines.push(
+      `${f.material ? "✖" : "·"} ${t(f.severity)} ${t(f.category)} ${t(f.claim)} [${f.evidence_refs.map(t).join(", ")}] (${t(f.status)})`,
+    );
+  }
+  for (const problem of p.problems) lines.push(`  problem: ${t(problem)}`);
+  lines.push(`asp auto show ${t(p.runId)}`);
+  return lines.join("\n");
+}
+
+/**
+ * The rollout configuration of a run: the trusted host configuration's `autoMode` (deployment
+ * scope) under the `OPENAI4S_*` environment.
+ * @throws RolloutError any code of `resolveConfiguration`.
+ */
+export function autoModeConfiguration(
+  env: Readonly<Record<string, string | undefined>>,
+  config: HostConfig,
+  origin: string,
+): ResolvedConfiguration {
+  return resolveConfiguration({
+    env,
+    ...(config.autoMode === null ? {} : { deployment: config.autoMode, deploymentOrigin: origin }),
+  });
+}
+
+/**
+ * Refuse, before anything is opened, a run the stage flags do not admit, naming the flag.
+ * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off; or a Reviewer asked for while
+ *   neither review stage is on or `result_review_mode` is `off`).
+ */
+export function assertStages(resolved: ResolvedConfiguration): void {
+  const how = `turn it on in the trusted host configuration ("autoMode": { "stages": { ... } }) or with its OPENAI4S_ variable (docs/host-configuration.md)`;
+  if (!resolved.flags.isEnabled("stage2_auto_run_storage")) {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_STAGE_DISABLED",
+      `Auto Runs need stage2_auto_run_storage, which is off: ${how}`,
+      {
+        data: { stage: "stage2_auto_run_storage" },
+      },
+    );
+  }
+  const review =
+    resolved.flags.isEnabled("stage3_scientific_review_shadow") ||
+    resolved.flags.isEnabled("stage4_review_completion_gate");
+  if (!review) {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_STAGE_DISABLED",
+      `a Reviewer runs only with stage4_review_completion_gate (or stage3_scientific_review_shadow) on, and both are off: ${how}`,
+      { data: { stage: "stage4_review_completion_gate" } },
+    );
+  }
+  if (resolved.selection.selection.result_review_mode === "off") {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_STAGE_DISABLED",
+      `result_review_mode is off: set "result_review_mode": "review_only" in "autoMode" (docs/host-configuration.md)`,
+      { data: { stage: "result_review_mode" } },
+    );
+  }
+}
+
+/** The names `--reviewer` accepts for a plugin id: the id, without `asp.`, without `verifier-` too. */
+export function reviewerNames(id: string): string[] {
+  const bare = id.startsWith("asp.") ? id.slice("asp.".length) : id;
+  return [...new Set([id, bare, bare.startsWith("verifier-") ? bare.slice("verifier-".length) : bare])];
+}
+
+function badScript(path: string, why: string): never {
+  throw new UsageError("ASP_CLI_BAD_INPUT", `the engine script ${path} ${why}`, { data: { path } });
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * An engine script from a JSON file: `{ actor, steps }`, completion artifacts as `{ artifact_id:
+ * <repository-relative path>, version_id, text }` and evidence as `{ name, text }`.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when it is unreadable or not that shape.
+ */
+export function readScript(path: string): EngineScript {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    badScript(path, `is not readable JSON: ${(error as Error).message}`);
+  }
+  const s = raw as { actor?: Record<string, unknown>; steps?: unknown };
+  const actor = s?.actor;
+  if (
+    typeof actor !== "object" ||
+    actor === null ||
+    !["actor_id", "session_id", "fingerprint"].every((k) => typeof actor[k] === "string" && actor[k] !== "")
+  ) {
+    badScript(path, "needs an actor { actor_id, session_id, fingerprint }");
+  }
+  if (!Array.isArray(s.steps)) badScript(path, "needs a steps array");
+  const steps = (s.steps as unknown[]).map((step, i): EngineStep => {
+    const x = step as Record<string, unknown>;
+    if (x?.kind !== "completion") return x as unknown as EngineStep;
+    const artifacts = Array.isArray(x.artifacts) ? x.artifacts : badScript(path, `steps[${i}] needs artifacts`);
+    const evidence = Array.isArray(x.evidence) ? x.evidence : [];
+    return {
+      kind: "completion",
+      payload: typeof x.payload === "string" ? x.payload : badScript(path, `steps[${i}] needs a payload string`),
+      artifacts: artifacts.map((a: Record<string, unknown>, k: number): CompletionArtifact => {
+        if (typeof a?.artifact_id !== "string" || typeof a.version_id !== "string" || typeof a.text !== "string") {
+          badScript(path, `steps[${i}].artifacts[${k}] needs artifact_id, version_id and text strings`);
+        }
+        return {
+          artifact_id: a.artifact_id as string,
+          version_id: a.version_id as string,
+          bytes: utf8.encode(a.text as string),
+        };
+      }),
+      evidence: evidence.map((e: Record<string, unknown>, k: number) => {
+        if (typeof e?.name !== "string" || typeof e.text !== "string") {
+          badScript(path, `steps[${i}].evidence[${k}] needs name and text strings`);
+        }
+        return { name: e.name as string, bytes: utf8.encode(e.text as string) };
+      }),
+    };
+  });
+  return {
+    actor: {
+      actor_id: String(actor.actor_id),
+      session_id: String(actor.session_id),
+      fingerprint: String(actor.fingerprint),
+    },
+    steps,
+  };
+}
+
+/**
+ * The default script: one completion whose artifacts are the repository's changed files (the
+ * worktree against `HEAD` (`committedTree`), as the host snapshots them: removed files and links are left out), or,
+ * when nothing changed, the built-in deterministic edit ({@link DEMO_ARTIFACT_PATH}).
+ */
+export async function defaultScript(repo: string, store: Store, excludes: readonly string[]): Promise<EngineScript> {
+  const target = { id: store.id, objects: store.objects };
+  // The same base the Reviewer's host checks lay the candidate over (a folder's subtree inside a larger repository).
+  const head = await committedTree(repo, "HEAD", target, excludes);
+  const now = await snapshotWorktree(repo, { store: target, excludes });
+  const changes = await diffTrees(store.objects, head, now.tree);
+  const artifacts: CompletionArtifact[] = [];
+  for (const c of changes.changes) {
+    if (c.after === null || c.after.mode === "120000" || c.after.mode === "040000") continue;
+    artifacts.push({
+      artifact_id: c.path,
+      version_id: c.after.digest.slice("sha256:".length, "sha256:".length + 16),
+      bytes: await store.objects.readBlob(c.after.digest as Digest),
+    });
+  }
+  if (artifacts.length === 0) {
+    const bytes = utf8.encode(DEMO_TEXT);
+    artifacts.push({ artifact_id: DEMO_ARTIFACT_PATH, version_id: digestBytes(bytes).slice(7, 23), bytes });
+  }
+  return {
+    actor: { actor_id: "engine:scripted", session_id: `engine-${randomUUID()}`, fingerprint: "asp.scripted-engine@1" },
+    steps: [
+      {
+        kind: "completion",
+        payload: `Changed ${artifacts.length} file(s): ${artifacts.map((a) => a.artifact_id).join(", ")}`,
+        artifacts,
+        evidence: [],
+      },
+    ],
+  };
+}
+
+/**
+ * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
+ * `review` from the host configuration's plugins, instantiated with the host's ports (clock,
+ * content, and the host's checks over `repo`), under its own identity: actor `verifier:<id>`, a
+ * session per run, fingerprint `<id>@<digest>`.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named);
+ *   PluginError from its init (e.g. `ASP_PLUGIN_PORT_UNAVAILABLE`).
+ */
+async function reviewerFor(name: string, config: HostConfig, host: ComposedHost, repo: string): Promise<ReviewerPort> {
+  const loaded = await loadPlugins({
+    dirs: config.plugins,
+    trustRoots: readTrustRoots(config.trustRoots),
+    policy: host.policy.document as Policy,
+    cacheDir: `${resolve(host.store.location)}.plugins`,
+    kinds: ["verifier"],
+  });
+  const reviewers = loaded.verifiers.filter((v) => v.plugin.capabilities.includes("review"));
+  const chosen: LoadedVerifier | undefined = reviewers.find((v) => reviewerNames(v.plugin.id).includes(name));
+  if (chosen === undefined) {
+    const refused = loaded.refused.map((r) => `${r.id ?? r.dir} (${r.code})`);
+    throw new UsageError(
+      "ASP_CLI_BAD_INPUT",
+      `no verified, granted Reviewer ${JSON.stringify(name)}; loaded: [${reviewers.map((v) => v.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.join(", ")}` : ""}`,
+      { data: { reviewer: name, loaded: reviewers.map((v) => v.plugin.id) } },
+    );
+  }
+  const c = host.container.createChildContainer();
+  const objects = host.store.objects;
+  registerPlugins(
+    c,
+    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir: loaded.cacheDir },
+    {
+      clock: { now: () => new Date() },
+      content: { read: async (d) => ((await objects.has("blob", d)) ? objects.readBlob(d) : null) },
+      checks: createHostChecks({ host, store: host.store, repo, excludes: config.excludes }),
+    },
+  );
+  const [verifier] = c.resolveAll(PLUGIN_TOKENS.Verifier);
+  if (verifier === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `Reviewer ${name} did not register`);
+  const id = chosen.plugin.id;
+  return {
+    identity: {
+      actor_id: `verifier:${id}`,
+      session_id: `review-${randomUUID()}`,
+      fingerprint: `${id}@${chosen.evidence.digest}`,
+    },
+    verifier,
+  };
+}
+
+interface RunFlags {
+  readonly engine: string;
+  readonly script?: string;
+  readonly reviewer: string;
+  readonly config?: string;
+  readonly wait?: string;
+}
+
+async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promise<void> {
+  if (flags.engine !== "scripted") {
+    throw new UsageError("ASP_CLI_USAGE", `--engine ${JSON.stringify(flags.engine)}: only "scripted" is built in`, {
+      data: { engine: flags.engine },
+    });
+  }
+  const repo = resolve(ctx.io.cwd, repoArg);
+  if (!existsSync(repo))
+    throw new UsageError("ASP_CLI_BAD_INPUT", `no repository folder at ${repo}`, { data: { path: repo } });
+  // Threat model invariant 2: the candidate never configures the host (nor the rollout) that judges it.
+  const config = readHostConfig(ctx, flags.config, repo);
+  const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path);
+  assertStages(resolved);
+  const script = flags.script === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.script));
+  await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
+    const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
+    const engine = createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)));
+    const runner = createAutoRunner({ store: host.store, engine, reviewers: [reviewer], flags: resolved.flags });
+    const projection = await runner.run({
+      run: {
+        root_frame_id: "cli",
+        branch_id: digestBytes(utf8.encode(repo)),
+        turn_id: `turn-${randomUUID()}`,
+        execution_id: `exec-${randomUUID()}`,
+      },
+      selection: resolved.selection.selection,
+      budgets: resolved.budgets.values,
+    });
+    ctx.print(renderProjection(projection), projection);
+    ctx.setExit(autoExitCode(projection));
+  });
+}
+
+async function autoShow(ctx: CliContext, runId: string, flags: { readonly config?: string }): Promise<void> {
+  const config = readHostConfig(ctx, flags.config);
+  const store = await openForReading(config.store);
+  if (store === null) {
+    throw new UsageError("ASP_CLI_BAD_INPUT", `there is no evidence store at ${config.store} yet`, {
+      data: { path: config.store },
+    });
+  }
+  try {
+    if ((await readRunFacts(store.log, runId)).length === 0) {
+      throw new AutoModeError("ASP_AUTO_MODE_RUN_NOT_FOUND", `the store holds no Auto Run ${runId}`, {
+        data: { runId },
+      });
+    }
+    const projection = await loadAutoRunProjection(store, runId);
+    ctx.print(renderProjection(projection), projection);
+    ctx.setExit(autoExitCode(projection));
+  } finally {
+    await store.close();
+  }
+}
+
+/** `asp auto run|show`: run an Auto Run to a committed terminal state, and reprint one from the store. */
+export function registerAuto(program: Command, ctx: CliContext): void {
+  const auto = program.command("auto").description("Auto Mode: run an Auto Run, show one from the store");
+  auto
+    .command("run")
+    .description(
+      "run an Auto Run on REPO: scripted engine to candidate, independent review, terminal (exit 0 verified, 1 completed with issues, 2 otherwise)",
+    )
+    .argument("<repo>", "the repository the candidate changes")
+    .option("--engine <name>", "the engine (built in: scripted)", "scripted")
+    .option(
+      "--script <file>",
+      "engine script JSON { actor, steps } (default: one completion with the worktree's changes against HEAD, or a built-in demo edit)",
+    )
+    .requiredOption(
+      "--reviewer <name>",
+      "a verified, granted verifier plugin with capability review (id, or id without asp./verifier-)",
+    )
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option("--wait <seconds>", WAIT_OPTION_HELP)
+    .action((repo: string, flags: RunFlags) => autoRun(ctx, repo, flags));
+  auto
+    .command("show")
+    .description(
+      "reprint an Auto Run's projection from the store (read-only; exit 0 verified, 1 completed with issues, 2 otherwise)",
+    )
+    .argument("<run-id>", "the runId `asp auto run` printed")
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .action((runId: string, flags: { config?: string }) => autoShow(ctx, runId, flags));
+}

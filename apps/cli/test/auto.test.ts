@@ -1,0 +1,184 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AUTO_FACT_KINDS, type AutoRunProjection, RUN_ID_INDEX } from "@asp/auto-mode";
+import { openStore } from "@asp/evidence";
+import { describe, expect, it } from "vitest";
+import { exampleCopy, FAKE_AWS_KEY } from "./example-copy.js";
+import { REPO_ROOT, runBinary } from "./helpers.js";
+
+// Issue 14 Done-when, as whole processes: `asp auto run` on a git copy of examples/demo-repo with
+// the real signed plugins (check providers, and verifier-host-checks as the Reviewer), the store of
+// the trusted host configuration, and `asp auto show` reprinting from that store in a new process.
+
+const HOST_CHECKS = join(REPO_ROOT, "plugins", "verifier-host-checks", "dist", "plugin");
+/** Stages 2 and 4 on, review only: what examples/asp.host.json sets. */
+const AUTO_MODE = {
+  stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true },
+  result_review_mode: "review_only",
+};
+
+function setup(autoMode: object | null = AUTO_MODE): { root: string; repo: string; config: string } {
+  const copy = exampleCopy();
+  const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
+  writeFileSync(
+    copy.config,
+    JSON.stringify({
+      ...config,
+      plugins: [...config.plugins, HOST_CHECKS],
+      ...(autoMode === null ? {} : { autoMode }),
+    }),
+  );
+  return copy;
+}
+
+function autoRun(config: string, repo: string, extra: string[] = []) {
+  const r = runBinary([
+    "auto",
+    "run",
+    "--engine",
+    "scripted",
+    "--reviewer",
+    "host-checks",
+    "--json",
+    "--config",
+    config,
+    ...extra,
+    repo,
+  ]);
+  return { ...r, projection: JSON.parse(r.stdout || "null") as AutoRunProjection };
+}
+
+function autoShow(config: string, runId: string) {
+  const r = runBinary(["auto", "show", runId, "--json", "--config", config]);
+  return { ...r, projection: JSON.parse(r.stdout || "null") as AutoRunProjection };
+}
+
+// Each run composes a host, launches the example providers and a gate evaluation per review.
+describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000 }, () => {
+  it("AM.portable.1: runs the example to Verified with the host-checks Reviewer, and a new process reprints the same projection from the store", () => {
+    const { repo, config } = setup();
+    const run = autoRun(config, repo);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.projection.runId).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(run.projection.state).toBe("verified");
+    expect(run.projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["AUTO-MODE-DEMO.md"]);
+    expect(run.projection.review_runs).toHaveLength(1);
+    expect(run.projection.findings).toEqual([]);
+    // The candidate is reviewed in the store only: the worktree never gets the demo edit.
+    expect(existsSync(join(repo, "AUTO-MODE-DEMO.md"))).toBe(false);
+
+    const shown = autoShow(config, run.projection.runId);
+    expect(shown.code).toBe(0);
+    expect(shown.projection).toEqual(run.projection);
+
+    const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
+    expect(human.stdout).toContain("Verified");
+    expect(human.stdout).toContain(`asp auto show ${run.projection.runId}`);
+  });
+
+  it("a candidate that breaks a check ends completed_with_issues, each finding naming the file (exit 1)", () => {
+    const { root, repo, config } = setup();
+    const script = join(root, "script.json");
+    writeFileSync(
+      script,
+      JSON.stringify({
+        actor: { actor_id: "agent", session_id: "agent-s1", fingerprint: "model-a" },
+        steps: [
+          { kind: "prose", text: "adding an upload helper" },
+          {
+            kind: "completion",
+            payload: "Added src/upload.ts",
+            artifacts: [
+              {
+                artifact_id: "src/upload.ts",
+                version_id: "v1",
+                text: `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`,
+              },
+            ],
+            evidence: [],
+          },
+        ],
+      }),
+    );
+    const run = autoRun(config, repo, ["--script", script]);
+    expect(run.code).toBe(1);
+    expect(run.projection.state).toBe("completed_with_issues");
+    expect(run.projection.findings.length).toBeGreaterThan(0);
+    for (const f of run.projection.findings) {
+      expect(f.claim).toMatch(/^src\/upload\.ts:1 /);
+      expect(f.evidence_refs).toEqual(["artifact:src/upload.ts"]);
+      expect(f.category).toBe("host_check.asp.provider-secrets");
+      expect(f.material).toBe(true);
+    }
+    expect(run.stdout).not.toContain(FAKE_AWS_KEY);
+    expect(autoShow(config, run.projection.runId).projection).toEqual(run.projection);
+  });
+
+  it("without --script the candidate is the worktree's change against HEAD: an untracked key is found and named", () => {
+    const { repo, config } = setup();
+    writeFileSync(join(repo, "src", "upload.ts"), `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`);
+    const run = autoRun(config, repo);
+    expect(run.code).toBe(1);
+    expect(run.projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["src/upload.ts"]);
+    expect(run.projection.findings.map((f) => f.evidence_refs)).toContainEqual(["artifact:src/upload.ts"]);
+    expect(run.projection.findings.every((f) => f.claim.startsWith("src/upload.ts:1 "))).toBe(true);
+  });
+
+  it("a tampered store projects safety_boundary on show, never the committed state (exit 2)", async () => {
+    const { repo, config } = setup();
+    const run = autoRun(config, repo);
+    expect(run.projection.state).toBe("verified");
+    const { store: storeDir } = JSON.parse(readFileSync(config, "utf8")) as { store: string };
+    const store = await openStore(storeDir);
+    try {
+      // A terminal record appended for the run without its transition's event: no audit row backs it.
+      const terminal = run.projection.terminal as NonNullable<AutoRunProjection["terminal"]>;
+      await store.log.append([
+        {
+          kind: AUTO_FACT_KINDS.terminal,
+          record: { event_id: "forged-event", body: { ...terminal, event_id: "forged-event" } },
+          index: [{ name: RUN_ID_INDEX, value: run.projection.runId }],
+        },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const shown = autoShow(config, run.projection.runId);
+    expect(shown.code).toBe(2);
+    expect(shown.projection.terminal_reason).toBe("safety_boundary");
+    expect(shown.projection.state).toBeNull();
+    expect(shown.projection.problems.length).toBeGreaterThan(0);
+  });
+
+  describe("when Auto Mode is not turned on by trusted configuration", () => {
+    it("refuses with ASP_AUTO_MODE_STAGE_DISABLED naming stage2_auto_run_storage, and writes no run (exit 64)", () => {
+      const { repo, config } = setup(null);
+      const r = runBinary(["auto", "run", "--reviewer", "host-checks", "--config", config, repo]);
+      expect(r.code).toBe(64);
+      expect(r.stderr).toMatch(/^asp: ASP_AUTO_MODE_STAGE_DISABLED: .*stage2_auto_run_storage/);
+    });
+
+    it("refuses a Reviewer while both review stages are off, naming stage4_review_completion_gate", () => {
+      const { repo, config } = setup({ stages: { stage2_auto_run_storage: true }, result_review_mode: "review_only" });
+      const r = runBinary(["auto", "run", "--reviewer", "host-checks", "--config", config, repo]);
+      expect(r.code).toBe(64);
+      expect(r.stderr).toMatch(/^asp: ASP_AUTO_MODE_STAGE_DISABLED: .*stage4_review_completion_gate/);
+    });
+  });
+
+  it("refuses a Reviewer that is not a verified, granted verifier plugin (exit 64)", () => {
+    const { repo, config } = setup();
+    const r = runBinary(["auto", "run", "--reviewer", "provider-secrets", "--config", config, repo]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toMatch(/^asp: ASP_CLI_BAD_INPUT: no verified, granted Reviewer/);
+  });
+
+  it("show of a run the store does not hold is ASP_AUTO_MODE_RUN_NOT_FOUND (exit 64)", () => {
+    const { repo, config } = setup();
+    autoRun(config, repo);
+    const r = runBinary(["auto", "show", `sha256:${"0".repeat(64)}`, "--config", config]);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toMatch(/^asp: ASP_AUTO_MODE_RUN_NOT_FOUND: /);
+  });
+});
