@@ -172,6 +172,12 @@ export function createPgShared(ctx: KvContext, pool: pg.Pool): { kv: Kv; shared:
       throw unavailable(error, ctx.location, ctx.secret);
     }
     let broken: Error | undefined;
+    // A checked-out connection the server drops emits 'error' (the pool handles idle ones only):
+    // without a listener that kills the process; the pending query rejects on its own.
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on("error", onError);
     try {
       await client.query(begin);
       if (lock) {
@@ -191,7 +197,8 @@ export function createPgShared(ctx: KvContext, pool: pg.Pool): { kv: Kv; shared:
       if (ctx.isClosed()) throw closed(ctx.location);
       throw unavailable(error, ctx.location, ctx.secret);
     } finally {
-      // A connection that could not roll back is dropped, never reused.
+      client.off("error", onError);
+      // A connection that broke or could not roll back is dropped, never reused.
       client.release(broken);
     }
   };

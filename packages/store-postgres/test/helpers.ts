@@ -1,4 +1,9 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startPostgres, type ThrowawayPostgres } from "@asp/test-utils";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
@@ -56,4 +61,21 @@ export async function sql<R extends pg.QueryResultRow = pg.QueryResultRow>(
   } finally {
     await client.end();
   }
+}
+
+const PACKAGE_DIR = fileURLToPath(new URL("../", import.meta.url));
+
+/**
+ * Child processes run the BUILT package (plain Node cannot run the TS sources): build it (and
+ * what it references) when `dist/` is missing or older than `src/`.
+ */
+export function ensureBuilt(): string {
+  const entry = join(PACKAGE_DIR, "dist", "index.js");
+  const newest = Math.max(
+    ...readdirSync(join(PACKAGE_DIR, "src")).map((f) => statSync(join(PACKAGE_DIR, "src", f)).mtimeMs),
+  );
+  if (existsSync(entry) && statSync(entry).mtimeMs >= newest) return entry;
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  execFileSync(process.execPath, [tsc, "-b", PACKAGE_DIR], { stdio: "inherit" });
+  return entry;
 }
