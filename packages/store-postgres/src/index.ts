@@ -12,6 +12,7 @@ export type { PgConnectionOptions } from "./connection.js";
 export { isPostgresUrl, redactUrl } from "./connection.js";
 export type { PgStoreErrorCode } from "./errors.js";
 export { PGSTORE_ERROR_CODES, PgStoreError } from "./errors.js";
+export type { HoldOptions } from "./hold.js";
 export type { PostgresStoreOptions } from "./open.js";
 export { openPostgresStore } from "./open.js";
 export type { MigrateOptions, MigrateResult } from "./schema.js";

@@ -10,6 +10,7 @@ import {
 import pg from "pg";
 import { type PgConnectionOptions, poolConfig, redactUrl, unavailable } from "./connection.js";
 import { PgStoreError } from "./errors.js";
+import { type HoldOptions, holdKeys } from "./hold.js";
 import { createPgShared } from "./kv.js";
 import { assertSchemaCurrent, checkSchemaName, DEFAULT_SCHEMA, PG_STORE_FORMAT } from "./schema.js";
 
@@ -19,6 +20,12 @@ export interface PostgresStoreOptions extends StoreOptions, PgConnectionOptions 
   readonly schema?: string;
   /** Refuse appends and puts (`ASP_EVIDENCE_READ_ONLY`); reads see the live, shared chain. */
   readonly readOnly?: boolean;
+  /**
+   * Hold these keys until `close()` (ADR 0003 across hosts): a gate holds its repository's
+   * trusted-base key for its whole evaluation, so two hosts gating one repository never decide
+   * against a base the other moved. Waits bounded, like a level store held by another process.
+   */
+  readonly hold?: HoldOptions;
 }
 
 const systemClock: Clock = { now: () => new Date() };
@@ -34,6 +41,7 @@ const systemClock: Clock = { now: () => new Date() };
  * never echoed (`store.location` and every error carry the URL with its password redacted).
  * The schema is never created or upgraded here: run {@link migrateStore} (`asp store migrate`).
  *
+ * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (a `hold` key held elsewhere past `waitMs`).
  * @throws PgStoreError `ASP_PGSTORE_BAD_URL`, `ASP_PGSTORE_CREDENTIALS`, `ASP_PGSTORE_UNAVAILABLE`,
  *   `ASP_PGSTORE_NOT_MIGRATED` (no or an older schema: run `asp store migrate`),
  *   `ASP_PGSTORE_SCHEMA_NEWER`, `ASP_PGSTORE_NOT_A_STORE`.
@@ -55,9 +63,13 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   pool.on("error", () => {});
   let closed = false;
   let closing: Promise<void> | undefined;
+  let unhold: (() => Promise<void>) | undefined;
   const close = (): Promise<void> => {
     closed = true;
-    closing ??= pool.end().catch(() => {});
+    closing ??= pool
+      .end()
+      .catch(() => {})
+      .then(() => unhold?.());
     return closing;
   };
   try {
@@ -67,6 +79,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       if (error instanceof PgStoreError) throw error;
       throw unavailable(error, location, secret);
     }
+    if (options.hold !== undefined) unhold = await holdKeys(config, schema, options.hold, location, secret);
     const ctx = { schema, location, secret, isClosed: () => closed };
     const { kv, shared } = createPgShared(ctx, pool);
     const id = await storeId(await kv.get("meta", "format"), location);

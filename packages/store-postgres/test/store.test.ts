@@ -103,6 +103,23 @@ describe("openPostgresStore", () => {
     });
   });
 
+  describe("when a writer holds a key for its whole evaluation", () => {
+    it("makes a second holder of that key wait and fail with STORE_LOCKED, while other keys go on", async () => {
+      const url = await migratedDatabase(cluster.pg.url);
+      const first = await openPostgresStore(url, { hold: { keys: ["ths.trustedBase:/repo/a"] } });
+      open.push(first);
+      const waits: number[] = [];
+      const error = await openPostgresStore(url, {
+        hold: { keys: ["ths.trustedBase:/repo/a"], waitMs: 1500, onWait: (p) => waits.push(p.waitedMs) },
+      }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "ASP_EVIDENCE_STORE_LOCKED", data: { key: "ths.trustedBase:/repo/a" } });
+      expect(waits.length).toBeGreaterThan(0);
+      open.push(await openPostgresStore(url, { hold: { keys: ["ths.trustedBase:/repo/b"], waitMs: 0 } }));
+      await first.close();
+      open.push(await openPostgresStore(url, { hold: { keys: ["ths.trustedBase:/repo/a"], waitMs: 5000 } }));
+    });
+  });
+
   describe("when opened read-only", () => {
     it("refuses appends and puts with READ_ONLY", async () => {
       const url = await migratedDatabase(cluster.pg.url);

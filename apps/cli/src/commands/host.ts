@@ -189,7 +189,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
   const waitMs = parseWait(flags.wait);
   // The store is held for the whole evaluation: what the decision read (the trusted base) is
   // still what it appends after (ADR 0003). Another holder is waited for, bounded.
-  const store = await openForWriting(ctx, verb, config.store, waitMs);
+  const store = await openForWriting(ctx, verb, config.store, waitMs, repo);
   let host: ComposedHost;
   try {
     host = await hostFromConfig(ctx, config, { store }, repo);
@@ -205,7 +205,8 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
       ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
       onProgress: progressLine(ctx, verb),
     });
-    ctx.print(renderEnvelope(envelope, config.store), envelope);
+    // store.location: the folder, or a database URL with its password redacted.
+    ctx.print(renderEnvelope(envelope, store.location), envelope);
     ctx.setExit(EXIT_OF[envelope.decision]);
   } finally {
     try {
