@@ -1,8 +1,8 @@
 /**
  * The one store conformance suite: every FactLog and ObjectStore behaviour a store backend must
  * have, written once and run unchanged against memory and level (here) and PostgreSQL
- * (`@asp/store-postgres`). Workspace-only: exported as `@asp/evidence/conformance` under the
- * `@asp/source` condition, never shipped.
+ * (`@asp/store-postgres`, whose tests reach it by an alias, `@asp/evidence/conformance`). Test
+ * code: never shipped.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import {
