@@ -1,9 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { migrateStore } from "@asp/store-postgres";
-import { startPostgres } from "@asp/test-utils";
 import pg from "pg";
 import { compare } from "../measure.js";
+import { benchPostgres } from "../postgres.js";
 import type { Suite } from "../suite.js";
 
 const WORKER = fileURLToPath(new URL("../../dist/store-pg-worker.js", import.meta.url));
@@ -60,7 +60,7 @@ const suite: Suite = {
     const smoke = ctx.size === "smoke";
     const perRound = smoke ? 3 : 100;
     ctx.progress("starting a throwaway PostgreSQL cluster");
-    const cluster = await startPostgres({ prefix: "asp-bench-pg-" });
+    const cluster = await benchPostgres();
     const workers: Worker[] = [];
     try {
       const url = cluster.url;
@@ -98,7 +98,7 @@ const suite: Suite = {
       }
     } finally {
       for (const w of workers) w.stop();
-      await cluster.stop();
+      cluster.stop();
     }
   },
 };
