@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { PoolConfig } from "pg";
+import pg, { type PoolConfig } from "pg";
 import { PgStoreError } from "./errors.js";
 
 /** How {@link openPostgresStore} and {@link migrateStore} reach the database. */
@@ -87,4 +87,24 @@ export function unavailable(error: unknown, location: string, secret: string | u
     `the evidence store at ${location} is unavailable (${pgCode ?? "error"}: ${why})`,
     { data: { url: location, pgCode, reason: why }, category: "internal" },
   );
+}
+
+/**
+ * One dedicated connection (for migrations and held keys); a server that drops it later never
+ * crashes the process (the next query on it rejects).
+ * @throws PgStoreError `ASP_PGSTORE_UNAVAILABLE`.
+ */
+export async function connectClient(
+  config: pg.ClientConfig,
+  location: string,
+  secret: string | undefined,
+): Promise<pg.Client> {
+  const client = new pg.Client(config);
+  client.on("error", () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    throw unavailable(error, location, secret);
+  }
+  return client;
 }

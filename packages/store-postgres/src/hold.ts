@@ -1,6 +1,6 @@
 import { EvidenceError, type WaitProgress } from "@asp/evidence";
-import pg from "pg";
-import { unavailable } from "./connection.js";
+import type pg from "pg";
+import { connectClient, unavailable } from "./connection.js";
 
 /**
  * What a writer holds for its whole evaluation (ADR 0003 on a shared database): session-scoped
@@ -30,13 +30,7 @@ export async function holdKeys(
   location: string,
   secret: string | undefined,
 ): Promise<() => Promise<void>> {
-  const client = new pg.Client(config);
-  client.on("error", () => {});
-  try {
-    await client.connect();
-  } catch (error) {
-    throw unavailable(error, location, secret);
-  }
+  const client = await connectClient(config, location, secret);
   const release = (): Promise<void> => client.end().catch(() => {});
   const timeoutMs = hold.waitMs ?? 30_000;
   const started = Date.now();

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { canonicalize } from "@asp/evidence";
-import pg from "pg";
-import { type PgConnectionOptions, poolConfig, redactUrl, unavailable } from "./connection.js";
+import type pg from "pg";
+import { connectClient, type PgConnectionOptions, poolConfig, redactUrl, unavailable } from "./connection.js";
 import { PgStoreError } from "./errors.js";
 
 /** The PostgreSQL schema (namespace) a store lives in unless told otherwise. */
@@ -96,13 +96,7 @@ export async function migrateStore(url: string, options: MigrateOptions = {}): P
   const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
   const { config, secret } = poolConfig(url, options);
   const location = redactUrl(url);
-  const client = new pg.Client(config);
-  client.on("error", () => {});
-  try {
-    await client.connect();
-  } catch (error) {
-    throw unavailable(error, location, secret);
-  }
+  const client = await connectClient(config, location, secret);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATE_LOCK]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
