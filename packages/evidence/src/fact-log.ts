@@ -345,7 +345,7 @@ export interface SharedKv {
 export interface KvFactLogOptions {
   /** Other processes append to the same Kv: serialize through it, never trust a cached head. */
   readonly shared?: SharedKv;
-  /** The anchor to advance after every durable append (level stores); none in memory. */
+  /** The anchor to advance after every durable append (level stores only; none elsewhere). @internal */
   readonly anchor?: Anchor;
   /** Refuse appends and index rebuilds (`ASP_EVIDENCE_READ_ONLY`). */
   readonly readOnly?: boolean;
