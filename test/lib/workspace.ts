@@ -53,6 +53,7 @@ const UPSTREAM: Record<string, string[]> = {
   protocol: ["contracts"],
   ths: ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol"],
   rollout: ["contracts", "evidence"],
+  "store-postgres": ["contracts", "evidence"],
   "auto-mode": ["contracts", "evidence", "policy", "arbitration", "plugin-host", "protocol", "ths", "rollout"],
   sdk: ["contracts", "protocol"],
   "test-utils": ["contracts"],

@@ -10,7 +10,7 @@
  * | 64 | `usage` | bad usage or input (EX_USAGE): unknown option, invalid policy or configuration, no host configuration, trusted configuration inside the repository |
  * | 70 | `internal` | internal error (EX_SOFTWARE) |
  * | 74 | `storeDamaged` | the evidence store is damaged or could not be written (EX_IOERR): `ASP_EVIDENCE_STORE_CORRUPT` (its log does not reach the anchored head, a file is damaged or missing), `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_WRITE_FAILED` (disk full); nothing was decided or appended; `store check` found fatal damage. See docs/store.md |
- * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid): try again |
+ * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid), or a PostgreSQL store could not be reached (`ASP_PGSTORE_UNAVAILABLE`): try again |
  */
 export const EXIT = Object.freeze({
   ok: 0,
@@ -31,6 +31,7 @@ export const EXIT_OF_CODE: Readonly<Record<string, ExitCode>> = Object.freeze({
   ASP_EVIDENCE_INTEGRITY: EXIT.storeDamaged,
   ASP_EVIDENCE_WRITE_FAILED: EXIT.storeDamaged,
   ASP_EVIDENCE_STORE_LOCKED: EXIT.storeBusy,
+  ASP_PGSTORE_UNAVAILABLE: EXIT.storeBusy,
 });
 
 /** One of the {@link EXIT} codes. */
@@ -46,5 +47,5 @@ export const EXIT_HELP = [
   "  64  bad usage or input (no host configuration, trusted configuration inside the repository, invalid file)",
   "  70  internal error",
   "  74  the evidence store is damaged or could not be written: nothing was decided (asp store check)",
-  "  75  the evidence store was held by another process for longer than --wait",
+  "  75  the evidence store was held by another process for longer than --wait, or its database was unreachable",
 ].join("\n");

@@ -329,9 +329,23 @@ function writeFailed(error: unknown, stage: "log" | "anchor", location: string):
   );
 }
 
+/**
+ * A Kv many processes write at once (a shared database): the fact log runs each append in
+ * {@link SharedKv.exclusive} (one transaction holding the chain's write lock, reading the head
+ * inside it) and each read on one {@link SharedKv.snapshot}, so N writers make one chain.
+ */
+export interface SharedKv {
+  /** Run `fn` in one transaction that holds the chain's write lock; commit durably when it resolves. */
+  exclusive<T>(fn: (kv: Kv) => Promise<T>): Promise<T>;
+  /** Run `fn` on one consistent, read-only snapshot. */
+  snapshot<T>(fn: (kv: Kv) => Promise<T>): Promise<T>;
+}
+
 /** Options of {@link createKvFactLog}. */
 export interface KvFactLogOptions {
-  /** The anchor to advance after every durable append (level stores); none in memory. */
+  /** Other processes append to the same Kv: serialize through it, never trust a cached head. */
+  readonly shared?: SharedKv;
+  /** The anchor to advance after every durable append (level stores only; none elsewhere). @internal */
   readonly anchor?: Anchor;
   /** Refuse appends and index rebuilds (`ASP_EVIDENCE_READ_ONLY`). */
   readonly readOnly?: boolean;
@@ -348,10 +362,13 @@ interface PendingAppend {
 }
 
 /**
- * The {@link FactLog} over a Kv. `onClose` closes the shared store. Across processes the
- * database lock makes this the only writer; in process, appends are group-committed: calls that
- * arrive while a batch is being made durable go together into the next batch, so concurrent
- * callers share one log sync and one anchor write.
+ * The {@link FactLog} over a Kv. `onClose` closes the shared store. On level, the database lock
+ * makes this the only writer across processes; on a shared database (`options.shared`), every
+ * append reads the head and writes the next entries in one transaction holding the chain's write
+ * lock. In process, appends are group-committed: calls that arrive while a batch is being made
+ * durable go together into the next batch, so concurrent callers share one sync.
+ * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the head is malformed or an interrupted
+ *   index rebuild cannot finish.
  */
 export async function createKvFactLog(
   kv: Kv,
@@ -374,15 +391,16 @@ export async function createKvFactLog(
       data: { path: loc },
     });
 
-  const readRaw = async (seq: number): Promise<FactEntry | undefined> => {
-    const bytes = await kv.get("log", seqKey(seq));
-    return bytes === undefined ? undefined : decodeEntry(bytes, seq, hasher, loc);
-  };
+  const shared = options.shared;
+  /** Run a read on one view: the cached head alone, or a fresh snapshot (and its head) when shared. */
+  const view = <T>(fn: (kv: Kv, head: FactLogHead | null) => Promise<T>): Promise<T> =>
+    shared === undefined ? fn(kv, meta.head) : shared.snapshot(async (tx) => fn(tx, await readHead(tx)));
+
   /** Read with the link check: the successor's `prev` (or the head) must name this digest. */
-  const read = async (seq: number): Promise<FactEntry> => {
+  const readIn = async (kv: Kv, head: FactLogHead | null, seq: number): Promise<FactEntry> => {
     if (!Number.isSafeInteger(seq) || seq < 1) bad("seq must be a positive integer", { seq });
-    const head = meta.head;
-    const entry = await readRaw(seq);
+    const bytes = await kv.get("log", seqKey(seq));
+    const entry = bytes === undefined ? undefined : decodeEntry(bytes, seq, hasher, loc);
     if (entry === undefined) {
       if (head !== null && seq <= head.seq) throw broken(seq, "entry is missing below the head", loc);
       throw new EvidenceError("ASP_EVIDENCE_NOT_FOUND", `no fact log entry ${seq} in ${loc}`, { data: { seq } });
@@ -403,7 +421,7 @@ export async function createKvFactLog(
     return entry;
   };
 
-  const rebuild = async (): Promise<void> => {
+  const rebuildIn = async (kv: Kv, head: FactLogHead | null): Promise<void> => {
     await kv.batch([INDEXES_STALE], true);
     await kv.clear("idx");
     await kv.clear("state");
@@ -424,21 +442,41 @@ export async function createKvFactLog(
         ops = [];
       }
     }
-    const head = meta.head;
     if ((head?.seq ?? 0) !== expected - 1 || (head?.digest ?? null) !== prev)
       throw broken(expected - 1, "log end does not match the head", loc);
     ops.push(INDEXES_OK);
     await kv.batch(ops, true);
   };
 
+  const rebuild = (): Promise<void> =>
+    shared === undefined
+      ? serial(() => rebuildIn(kv, meta.head))
+      : shared.exclusive(async (tx) => rebuildIn(tx, await readHead(tx)));
+
   const indexState = await kv.get("meta", "indexes");
-  if (indexState !== undefined && toText(indexState) !== '"valid"') await serial(rebuild);
+  if (indexState !== undefined && toText(indexState) !== '"valid"') await rebuild();
 
   let failure: EvidenceError | undefined;
   /** Commit a group of append calls in one synced batch, then anchor its head; one result per call. */
-  const commit = async (group: readonly PendingAppend[]): Promise<FactEntry[][]> => {
-    if (failure !== undefined) throw failure;
-    let head = meta.head;
+  const commit = (group: readonly PendingAppend[]): Promise<FactEntry[][]> => {
+    if (failure !== undefined) return Promise.reject(failure);
+    // Shared: the head is read inside the transaction that holds the chain's write lock.
+    return shared === undefined
+      ? serial(() => commitIn(kv, meta.head, group))
+      : shared
+          .exclusive(async (tx) => commitIn(tx, await readHead(tx), group))
+          .catch((error: unknown) => {
+            if ((error as EvidenceError).code === "ASP_EVIDENCE_STORE_CLOSED") throw error;
+            failure = writeFailed(error, "log", loc);
+            throw failure;
+          });
+  };
+  const commitIn = async (
+    kv: Kv,
+    start: FactLogHead | null,
+    group: readonly PendingAppend[],
+  ): Promise<FactEntry[][]> => {
+    let head = start;
     const ops: KvOp[] = [];
     const outs: FactEntry[][] = [];
     for (const call of group) {
@@ -456,7 +494,7 @@ export async function createKvFactLog(
     try {
       await kv.batch(ops, true);
     } catch (error) {
-      if ((error as EvidenceError).code === "ASP_EVIDENCE_STORE_CLOSED") throw error;
+      if ((error as EvidenceError).code === "ASP_EVIDENCE_STORE_CLOSED" || shared !== undefined) throw error;
       // Whether any of the batch reached the disk is unknown: no more appends through this handle.
       failure = writeFailed(error, "log", loc);
       throw failure;
@@ -483,7 +521,7 @@ export async function createKvFactLog(
         const group = pending.slice(0, MAX_GROUP);
         pending = pending.slice(MAX_GROUP);
         try {
-          const outs = await serial(() => commit(group));
+          const outs = await commit(group);
           group.forEach((call, i) => {
             call.resolve(outs[i] as FactEntry[]);
           });
@@ -508,114 +546,119 @@ export async function createKvFactLog(
         if (!draining) void drain();
       });
     },
-    read,
-    async readByDigest(digest) {
-      assertDigest(digest, "fact digest");
-      const raw = await kv.get("digest", digest);
-      if (raw === undefined)
-        throw new EvidenceError("ASP_EVIDENCE_NOT_FOUND", `no fact with digest ${digest} in ${loc}`, {
-          data: { digest },
-        });
-      const seq = Number(toText(raw));
-      const entry = await read(seq);
-      if (entry.digest !== digest) throw broken(seq, "the digest index points at a different entry", loc);
-      return entry;
-    },
-    async latest(key) {
-      checkKey(key, "state key", 0);
-      const raw = await kv.get("state", key);
-      if (raw === undefined) return undefined;
-      const entry = await read(Number(toText(raw)));
-      if (!entry.state.includes(key))
-        throw broken(entry.seq, `the state index points at an entry that does not name ${key}`, loc);
-      return entry;
-    },
-    async list(query: FactQuery = {}) {
-      if (query.kind !== undefined && query.index !== undefined) bad("list takes kind or index, not both", {});
-      const reverse = query.reverse === true;
-      const limit = query.limit ?? Number.POSITIVE_INFINITY;
-      const after = query.afterSeq;
-      const seqs: number[] = [];
-      if (query.kind === undefined && query.index === undefined) {
-        const range = after === undefined ? {} : reverse ? { lt: seqKey(after) } : { gt: seqKey(after) };
-        for await (const [key] of kv.entries("log", {
-          ...range,
-          reverse,
-          ...(Number.isFinite(limit) ? { limit } : {}),
-        }))
-          seqs.push(Number(key));
-      } else {
-        const prefix =
-          query.kind !== undefined ? `k\0${query.kind}\0` : `i\0${query.index?.name}\0${query.index?.value}\0`;
-        const lower = !reverse && after !== undefined ? { gt: `${prefix}${seqKey(after)}` } : { gte: prefix };
-        const upper = reverse && after !== undefined ? { lt: `${prefix}${seqKey(after)}` } : { lt: `${prefix}\uffff` };
-        for await (const [key] of kv.entries("idx", {
-          ...lower,
-          ...upper,
-          reverse,
-          ...(Number.isFinite(limit) ? { limit } : {}),
-        })) {
-          seqs.push(Number(key.slice(prefix.length)));
+    read: (seq) => view((kv, head) => readIn(kv, head, seq)),
+    readByDigest: (digest) =>
+      view(async (kv, head) => {
+        assertDigest(digest, "fact digest");
+        const raw = await kv.get("digest", digest);
+        if (raw === undefined)
+          throw new EvidenceError("ASP_EVIDENCE_NOT_FOUND", `no fact with digest ${digest} in ${loc}`, {
+            data: { digest },
+          });
+        const seq = Number(toText(raw));
+        const entry = await readIn(kv, head, seq);
+        if (entry.digest !== digest) throw broken(seq, "the digest index points at a different entry", loc);
+        return entry;
+      }),
+    latest: (key) =>
+      view(async (kv, head) => {
+        checkKey(key, "state key", 0);
+        const raw = await kv.get("state", key);
+        if (raw === undefined) return undefined;
+        const entry = await readIn(kv, head, Number(toText(raw)));
+        if (!entry.state.includes(key))
+          throw broken(entry.seq, `the state index points at an entry that does not name ${key}`, loc);
+        return entry;
+      }),
+    list: (query: FactQuery = {}) =>
+      view(async (kv, head) => {
+        if (query.kind !== undefined && query.index !== undefined) bad("list takes kind or index, not both", {});
+        const reverse = query.reverse === true;
+        const limit = query.limit ?? Number.POSITIVE_INFINITY;
+        const after = query.afterSeq;
+        const seqs: number[] = [];
+        if (query.kind === undefined && query.index === undefined) {
+          const range = after === undefined ? {} : reverse ? { lt: seqKey(after) } : { gt: seqKey(after) };
+          for await (const [key] of kv.entries("log", {
+            ...range,
+            reverse,
+            ...(Number.isFinite(limit) ? { limit } : {}),
+          }))
+            seqs.push(Number(key));
+        } else {
+          const prefix =
+            query.kind !== undefined ? `k\0${query.kind}\0` : `i\0${query.index?.name}\0${query.index?.value}\0`;
+          const lower = !reverse && after !== undefined ? { gt: `${prefix}${seqKey(after)}` } : { gte: prefix };
+          const upper =
+            reverse && after !== undefined ? { lt: `${prefix}${seqKey(after)}` } : { lt: `${prefix}\uffff` };
+          for await (const [key] of kv.entries("idx", {
+            ...lower,
+            ...upper,
+            reverse,
+            ...(Number.isFinite(limit) ? { limit } : {}),
+          })) {
+            seqs.push(Number(key.slice(prefix.length)));
+          }
         }
-      }
-      const out: FactEntry[] = [];
-      for (const seq of seqs) out.push(await read(seq));
-      return out;
-    },
-    head: async () => meta.head,
-    async verify(verifyOptions: VerifyOptions = {}): Promise<VerifyResult> {
-      const anchored = anchor?.current();
-      const expect = verifyOptions.expectHead;
-      // Digests at the seqs the chain must pass through: the anchored head and the expected one.
-      const wanted = new Map<number, Digest | null>();
-      if (anchored !== undefined && anchored.seq > 0) wanted.set(anchored.seq, null);
-      if (expect !== undefined) wanted.set(expect.seq, null);
-      let expected = 1;
-      let prev: Digest | null = null;
-      const fail = (seq: number, reason: string): VerifyResult => ({ ok: false, entries: expected - 1, seq, reason });
-      for await (const [key, bytes] of kv.entries("log")) {
-        const seq = Number(key);
-        if (seq !== expected) return fail(expected, "entry is missing");
-        let e: FactEntry;
-        try {
-          e = decodeEntry(bytes, seq, hasher, loc);
-        } catch (error) {
-          return fail(seq, (error as EvidenceError).data?.reason as string);
-        }
-        if (e.prev !== prev) return fail(seq, "prev does not match the previous entry");
-        if (wanted.has(seq)) wanted.set(seq, e.digest);
-        prev = e.digest;
-        expected++;
-      }
-      const count = expected - 1;
-      const head = await readHead(kv);
-      if (head === null) {
-        if (count !== 0) return fail(1, "entries exist but the head is missing");
-      } else {
-        if (head.seq > count) return fail(count + 1, "entry is missing below the head");
-        if (head.seq < count) return fail(head.seq + 1, "entry lies beyond the head");
-        if (head.digest !== prev) return fail(count, "digest differs from the head");
-      }
-      if (anchored !== undefined && anchored.seq > 0) {
-        if (anchored.seq > count)
-          return fail(count + 1, `the log ends before the anchored head (seq ${anchored.seq}): entries are missing`);
-        if (wanted.get(anchored.seq) !== anchored.digest)
-          return fail(anchored.seq, "entry is not the anchored head (the chain was restarted or replaced)");
-      }
-      if (expect !== undefined) {
-        if (expect.seq > count)
-          return fail(count + 1, `the expected head seq ${expect.seq} is beyond the end of the log (seq ${count})`);
-        if (wanted.get(expect.seq) !== expect.digest)
-          return fail(expect.seq, "entry is not the expected head (the chain does not pass through it)");
-      }
-      const anchorHead =
-        anchored === undefined || anchored.seq === 0 || anchored.digest === null
-          ? null
-          : { seq: anchored.seq, digest: anchored.digest };
-      return { ok: true, entries: count, head, anchored: anchorHead };
-    },
-    rebuildIndexes: () => (options.readOnly ? Promise.reject(readOnly("rebuild indexes")) : serial(rebuild)),
+        const out: FactEntry[] = [];
+        for (const seq of seqs) out.push(await readIn(kv, head, seq));
+        return out;
+      }),
+    head: async () => (shared === undefined ? meta.head : readHead(kv)),
+    verify: (verifyOptions: VerifyOptions = {}): Promise<VerifyResult> => view((kv) => verifyIn(kv, verifyOptions)),
+    rebuildIndexes: () => (options.readOnly ? Promise.reject(readOnly("rebuild indexes")) : rebuild()),
     close: onClose,
   };
+  async function verifyIn(kv: Kv, verifyOptions: VerifyOptions): Promise<VerifyResult> {
+    const anchored = anchor?.current();
+    const expect = verifyOptions.expectHead;
+    // Digests at the seqs the chain must pass through: the anchored head and the expected one.
+    const wanted = new Map<number, Digest | null>();
+    if (anchored !== undefined && anchored.seq > 0) wanted.set(anchored.seq, null);
+    if (expect !== undefined) wanted.set(expect.seq, null);
+    let expected = 1;
+    let prev: Digest | null = null;
+    const fail = (seq: number, reason: string): VerifyResult => ({ ok: false, entries: expected - 1, seq, reason });
+    for await (const [key, bytes] of kv.entries("log")) {
+      const seq = Number(key);
+      if (seq !== expected) return fail(expected, "entry is missing");
+      let e: FactEntry;
+      try {
+        e = decodeEntry(bytes, seq, hasher, loc);
+      } catch (error) {
+        return fail(seq, (error as EvidenceError).data?.reason as string);
+      }
+      if (e.prev !== prev) return fail(seq, "prev does not match the previous entry");
+      if (wanted.has(seq)) wanted.set(seq, e.digest);
+      prev = e.digest;
+      expected++;
+    }
+    const count = expected - 1;
+    const head = await readHead(kv);
+    if (head === null) {
+      if (count !== 0) return fail(1, "entries exist but the head is missing");
+    } else {
+      if (head.seq > count) return fail(count + 1, "entry is missing below the head");
+      if (head.seq < count) return fail(head.seq + 1, "entry lies beyond the head");
+      if (head.digest !== prev) return fail(count, "digest differs from the head");
+    }
+    if (anchored !== undefined && anchored.seq > 0) {
+      if (anchored.seq > count)
+        return fail(count + 1, `the log ends before the anchored head (seq ${anchored.seq}): entries are missing`);
+      if (wanted.get(anchored.seq) !== anchored.digest)
+        return fail(anchored.seq, "entry is not the anchored head (the chain was restarted or replaced)");
+    }
+    if (expect !== undefined) {
+      if (expect.seq > count)
+        return fail(count + 1, `the expected head seq ${expect.seq} is beyond the end of the log (seq ${count})`);
+      if (wanted.get(expect.seq) !== expect.digest)
+        return fail(expect.seq, "entry is not the expected head (the chain does not pass through it)");
+    }
+    const anchorHead =
+      anchored === undefined || anchored.seq === 0 || anchored.digest === null
+        ? null
+        : { seq: anchored.seq, digest: anchored.digest };
+    return { ok: true, entries: count, head, anchored: anchorHead };
+  }
   return log;
 }

@@ -31,13 +31,18 @@ export type {
   SnapshotVerification,
 } from "./evidence-snapshot.js";
 export { freezeSnapshot, readSnapshot, toEvidenceSnapshot, verifySnapshot } from "./evidence-snapshot.js";
+export type { KvFactLogOptions, SharedKv } from "./fact-log.js";
+export { createKvFactLog } from "./fact-log.js";
 export type { GitSnapshot, GitSnapshotOptions } from "./git.js";
 export { snapshotGitRevision } from "./git.js";
 export type { Digest, Hasher } from "./hash.js";
 export { assertDigest, createNobleHasher, createNodeHasher, defaultHasher, digestBytes, isDigest } from "./hash.js";
 export { formatHead, parseHead } from "./head.js";
+export type { Kv, KvOp, KvRange, Space as KvSpace } from "./kv.js";
+export { SPACES as KV_SPACES } from "./kv.js";
 export type { WaitProgress } from "./lock.js";
 export { DEFAULT_WAIT_MS } from "./lock.js";
+export { createKvObjectStore } from "./object-store.js";
 export type {
   Change,
   Changeset,

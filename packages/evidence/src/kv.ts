@@ -4,13 +4,17 @@ import { type WaitProgress, waitForLock } from "./lock.js";
 
 /**
  * The storage seam under the object store and the fact log: named keyspaces with string keys and
- * byte values, atomic multi-space batches, ordered iteration. Internal: the public seams are
- * `ObjectStore` and `FactLog`; this is what lets both run on level or in memory with one logic.
+ * byte values, atomic multi-space batches, ordered iteration. The public seams are `ObjectStore`
+ * and `FactLog`; this is what lets both run on level, in memory or on a shared database (a store
+ * backend such as `@asp/store-postgres` implements a Kv and reuses `createKvFactLog` and
+ * `createKvObjectStore`, so every backend writes the same chain format and digests).
  */
 export type Space = "meta" | "log" | "blob" | "tree" | "digest" | "idx" | "state";
 
+/** Every {@link Space}, in a fixed order. */
 export const SPACES: readonly Space[] = ["meta", "log", "blob", "tree", "digest", "idx", "state"];
 
+/** One write of a {@link Kv.batch}: put `value` at (`space`, `key`), or delete it. */
 export interface KvOp {
   readonly type: "put" | "del";
   readonly space: Space;
@@ -18,6 +22,7 @@ export interface KvOp {
   readonly value?: Uint8Array;
 }
 
+/** Bounds of an ordered {@link Kv.entries} walk (keys compare as UTF-8 bytes). */
 export interface KvRange {
   readonly gt?: string;
   readonly gte?: string;
@@ -27,6 +32,10 @@ export interface KvRange {
   readonly limit?: number;
 }
 
+/**
+ * The storage seam a store backend implements (see {@link Space}). Methods of a closed Kv throw
+ * `ASP_EVIDENCE_STORE_CLOSED`.
+ */
 export interface Kv {
   /** Absolute directory of a level store, `memory:` for the in-memory one. */
   readonly location: string;

@@ -14,7 +14,7 @@ function integrity(kind: ObjectKind, digest: Digest, actual: Digest): EvidenceEr
   );
 }
 
-/** The {@link ObjectStore} over a Kv (level or memory); `readOnly` refuses every put. */
+/** The {@link ObjectStore} over a Kv (level, memory or a shared database); `readOnly` refuses every put. */
 export function createKvObjectStore(
   kv: Kv,
   hasher: Hasher,

@@ -181,6 +181,14 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   };
   let store: Store | undefined;
   try {
+    if (typeof options.store === "string" && STORE_URL.test(options.store)) {
+      // Never a folder named like a URL: a database store is opened by its package and passed in.
+      throw new ThsError(
+        "ASP_THS_BAD_CONFIG",
+        "a store URL is opened by the caller (the asp CLI, or openPostgresStore from @asp/store-postgres) and passed as a Store",
+        { data: { store: "url" } },
+      );
+    }
     store =
       typeof options.store !== "string"
         ? options.store
@@ -213,10 +221,10 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   c.register(THS_TOKENS.Environment, { useValue: { setting: environment } });
   c.register(THS_TOKENS.StatCacheDir, {
     // Beside the level database, never inside it: the database folder holds only level's files.
-    useValue: { dir: store.location === "memory:" ? null : `${store.location}.stat-cache` },
+    useValue: { dir: localBeside(store.location, ".stat-cache") },
   });
   c.register(THS_TOKENS.ApplyJournalDir, {
-    useValue: { dir: store.location === "memory:" ? null : `${store.location}.journal` },
+    useValue: { dir: localBeside(store.location, ".journal") },
   });
   // Sandbox plugins get the clock only (plugin-host attenuates the ports per kind).
   const objects = store.objects;
@@ -262,10 +270,21 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
   return composed;
 }
 
-/** `<store>.plugins` beside a store folder (never inside: that folder is level's), or null for an in-memory store. */
+/** A store URL (`postgres://…`): a database, not a folder. */
+const STORE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * `<store><suffix>` beside a level store folder (never inside: that folder is level's), or null
+ * for a store that is not a local folder (in memory, or a database such as PostgreSQL, whose
+ * location is a redacted URL): those run without the local cache or journal it would hold.
+ */
+function localBeside(location: string, suffix: string): string | null {
+  return location === "memory:" || STORE_URL.test(location) ? null : `${resolve(location)}${suffix}`;
+}
+
+/** `<store>.plugins` beside a store folder, or null for a store that is not a local folder. */
 function pluginCacheBeside(store: string | Store): string | null {
-  const location = typeof store === "string" ? store : store.location;
-  return location === "memory:" ? null : `${resolve(location)}.plugins`;
+  return localBeside(typeof store === "string" ? store : store.location, ".plugins");
 }
 
 /**

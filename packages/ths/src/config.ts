@@ -21,7 +21,10 @@ import { ThsError } from "./errors.js";
  * executables and working directories must already be absolute.
  */
 export interface HostConfig {
-  /** Evidence store folder (level database). */
+  /**
+   * Evidence store: a folder (level database), or a `postgres://` / `postgresql://` URL of a
+   * shared PostgreSQL store (kept as written; the caller opens it with `@asp/store-postgres`).
+   */
   readonly store: string;
   /**
    * Trusted policy: a file, or the policy file as committed at a base revision of the repository
@@ -106,7 +109,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     seen.add(p.id);
   }
   return {
-    store: at(obj.store),
+    store: /^postgres(?:ql)?:\/\//i.test(obj.store) ? obj.store : at(obj.store),
     policy: typeof obj.policy === "string" ? at(obj.policy) : { git: obj.policy.git, path: obj.policy.path },
     trustRoots: (obj.trustRoots ?? []).map(at),
     plugins: (obj.plugins ?? []).map(at),

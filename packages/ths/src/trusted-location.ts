@@ -201,7 +201,9 @@ export function untrustedLocations(repo: string, trusted: TrustedLocations): Unt
   const root = repositoryRoot(repo);
   const found: Array<UntrustedLocation | null> = [];
   if (trusted.file !== undefined) found.push(locate(root, "config", trusted.file));
-  if (trusted.store !== undefined && trusted.store !== "memory:") found.push(locate(root, "store", trusted.store));
+  // A database store (`postgres://…`) is not a path: nothing of it can lie inside the repository.
+  if (trusted.store !== undefined && trusted.store !== "memory:" && !/^postgres(?:ql)?:\/\//i.test(trusted.store))
+    found.push(locate(root, "store", trusted.store));
   if (typeof trusted.policy === "string") found.push(locate(root, "policy", trusted.policy));
   (trusted.trustRoots ?? []).forEach((p, i) => {
     found.push(locate(root, `trustRoots[${i}]`, p));

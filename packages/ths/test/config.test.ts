@@ -104,6 +104,17 @@ describe("host configuration", () => {
     expect(() => parseHostConfig(typo, "/tmp")).toThrowWithCode("ASP_THS_BAD_CONFIG");
   });
 
+  it("host §2: keeps a postgres:// store as written (a database, not a path resolved beside the file), and composeHost refuses it as a string", async () => {
+    const url = "postgres://asp@db.internal:5432/evidence?sslmode=require";
+    const config = parseHostConfig({ store: url, policy: "p" }, "/tmp");
+    expect(config.store).toBe(url);
+    expect(parseHostConfig({ store: "POSTGRESQL://db/x", policy: "p" }, "/tmp").store).toBe("POSTGRESQL://db/x");
+    expect(parseHostConfig({ store: "postgres-store", policy: "p" }, "/tmp").store).toBe("/tmp/postgres-store");
+    await expect(composeHost({ store: url, policy: policyFor([]), providers: [] })).rejects.toThrowWithCode(
+      "ASP_THS_BAD_CONFIG",
+    );
+  });
+
   it("host §2: refuses a file with a key given twice, never reads it as its last value", () => {
     const file = join(mkdtempSync(join(tmpdir(), "asp-ths-config-")), "asp.host.json");
     // The second "trustRoots" would silently replace the first under JSON.parse.

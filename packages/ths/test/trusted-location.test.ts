@@ -58,6 +58,11 @@ describe("trusted locations", () => {
       expect(() => assertTrustedLocations(repo, all)).not.toThrow();
     });
 
+    it("host §2: a postgres:// store is a database, never a location inside the repository", () => {
+      const { repo } = tree();
+      expect(fields(repo, { store: "postgres://asp@db/evidence" })).toEqual([]);
+    });
+
     it("a sibling whose name starts with the repository's name is outside (repo-other, repo/../x)", () => {
       const { root, repo } = tree();
       mkdirSync(join(root, "repo-other"));

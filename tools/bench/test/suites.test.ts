@@ -8,6 +8,7 @@ import type { Suite } from "../src/suite.js";
 import decideSuite from "../src/suites/decide.js";
 import environmentSuite, { dependencyRoots } from "../src/suites/environment.js";
 import gateTscSuite from "../src/suites/gate-tsc.js";
+import storePgSuite from "../src/suites/store-pg.js";
 
 // Each suite on its tiny "smoke" size: every step still runs (the whole-process gate, the host's
 // decide path, the environment snapshot, and each baseline), so a suite cannot rot unnoticed.
@@ -61,6 +62,13 @@ describe("bench suites, smoke size", () => {
     for (const r of rows) expectFigure(r);
     expect(rows.map((r) => r.name.split(" ")[1])).toEqual(["cold", "warm"]);
     expect(rows[0]?.details).toMatchObject({ roots: 2, files: expect.any(Number) });
+  }, 120_000);
+
+  it("store-pg: appends into one PostgreSQL chain from 1, 2 and 4 writer processes next to raw INSERT; COMMIT", async () => {
+    const rows = await smoke(storePgSuite);
+    expect(rows.map((r) => r.details?.writers)).toEqual([1, 2, 4]);
+    for (const r of rows) expectFigure(r);
+    expect(rows.find((r) => r.headline)?.details?.writers).toBe(4);
   }, 120_000);
 });
 

@@ -35,7 +35,7 @@ async function withHost<T>(
 ): Promise<T> {
   // Threat model invariant 2: the candidate never configures the host that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  const store = await openForWriting(ctx, verb, config.store, parseWait(flags.wait));
+  const store = await openForWriting(ctx, verb, config.store, parseWait(flags.wait), repo);
   let host: ComposedHost;
   try {
     // Edit providers launch when first used; the check providers only when the apply validates.

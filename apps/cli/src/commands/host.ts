@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
-import { createMemoryStore, type FactLog, type FactLogHead, formatHead, parseHead } from "@asp/evidence";
+import { createMemoryStore, type FactLog, type FactLogHead, formatHead, parseHead, type Store } from "@asp/evidence";
 import { type ActivePolicy, loadPolicy } from "@asp/policy";
 import { createGitPolicySource } from "@asp/policy/node";
 import {
@@ -186,7 +186,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
   }
   // Threat model invariant 2: the candidate never configures the host that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  await withComposedHost(ctx, verb, config, repo, flags.wait, async (host) => {
+  await withComposedHost(ctx, verb, config, repo, flags.wait, async (host, store) => {
     const { envelope } = await host.evaluate(callSite, {
       repo,
       ...(flags.base === undefined ? {} : { base: flags.base }),
@@ -194,7 +194,8 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
       ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
       onProgress: progressLine(ctx, verb),
     });
-    ctx.print(renderEnvelope(envelope, config.store), envelope);
+    // store.location: the folder, or a database URL with its password redacted.
+    ctx.print(renderEnvelope(envelope, store.location), envelope);
     ctx.setExit(EXIT_OF[envelope.decision]);
   });
 }
@@ -210,9 +211,11 @@ export async function withComposedHost<T>(
   config: HostConfig,
   repo: string,
   wait: string | undefined,
-  fn: (host: ComposedHost) => Promise<T>,
+  fn: (host: ComposedHost, store: Store) => Promise<T>,
 ): Promise<T> {
-  const store = await openForWriting(ctx, verb, config.store, parseWait(wait));
+  // The store is held for the whole work: what the decision read (the trusted base) is still what
+  // it appends after (ADR 0003); on a shared PostgreSQL store, the repository is held too.
+  const store = await openForWriting(ctx, verb, config.store, parseWait(wait), repo);
   let host: ComposedHost;
   try {
     host = await hostFromConfig(ctx, config, { store }, repo);
@@ -221,7 +224,7 @@ export async function withComposedHost<T>(
     throw error;
   }
   try {
-    return await fn(host);
+    return await fn(host, store);
   } finally {
     try {
       await host.close();

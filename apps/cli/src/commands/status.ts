@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type HostStatus, isAspError, SCHEMA_NAMES } from "@asp/contracts";
 import type { ActivePolicy } from "@asp/policy";
+import { isPostgresUrl, redactUrl } from "@asp/store-postgres";
 import { HOST_INFO, type HostConfig, loadPolicy, type ProviderSet, readHealthStatus, THS_TOKENS } from "@asp/ths";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
@@ -155,7 +156,10 @@ export function registerStatus(program: Command, ctx: CliContext): void {
         cli: { version: cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}` },
         contracts: { schemas: SCHEMA_NAMES.length },
         policy,
-        store: { path: storePath, exists: existsSync(storePath) },
+        // A database store is shown with its password redacted; it exists once migrated.
+        store: isPostgresUrl(storePath)
+          ? { path: redactUrl(storePath), exists: true }
+          : { path: storePath, exists: existsSync(storePath) },
         host,
       };
       const lines = [

@@ -11,7 +11,10 @@ import {
   type Store,
   type StoreCheck,
   salvageStore,
+  type WaitProgress,
 } from "@asp/evidence";
+import { isPostgresUrl, migrateStore, openPostgresStore, redactUrl } from "@asp/store-postgres";
+import { trustedBaseKey } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -40,17 +43,29 @@ export function parseWait(flag: string | undefined): number {
 
 /**
  * Open the store for writing, waiting up to `waitMs` while another process holds it, with one
- * progress line on stderr about every second (its pid, how long so far, the bound).
- * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (exit 75), `ASP_EVIDENCE_STORE_CORRUPT` (exit 74).
+ * progress line on stderr about every second (its pid, how long so far, the bound). A level
+ * store is held whole; a PostgreSQL store (`postgres://…`) is shared by many hosts, and a writer
+ * holds only the trusted-base key of `repo` for its whole evaluation (ADR 0003 across hosts).
+ * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (exit 75), `ASP_EVIDENCE_STORE_CORRUPT` (exit 74);
+ *   PgStoreError `ASP_PGSTORE_UNAVAILABLE` (exit 75), `ASP_PGSTORE_NOT_MIGRATED` (exit 64).
  */
-export function openForWriting(ctx: CliContext, verb: string, dir: string, waitMs: number): Promise<Store> {
-  return openStore(dir, {
-    waitMs,
-    onWait: (p) =>
-      ctx.io.stderr(
-        `asp ${verb}: waiting for the evidence store at ${inert(dir)}, held by ${p.pid === null ? "another process" : `process ${p.pid}`} (${Math.floor(p.waitedMs / 1000)} s of ${Math.round(p.timeoutMs / 1000)} s)…\n`,
-      ),
-  });
+export function openForWriting(
+  ctx: CliContext,
+  verb: string,
+  dir: string,
+  waitMs: number,
+  repo?: string,
+): Promise<Store> {
+  const shown = isPostgresUrl(dir) ? redactUrl(dir) : dir;
+  const onWait = (p: WaitProgress): void =>
+    ctx.io.stderr(
+      `asp ${verb}: waiting for the evidence store at ${inert(shown)}, held by ${p.pid === null ? "another process" : `process ${p.pid}`} (${Math.floor(p.waitedMs / 1000)} s of ${Math.round(p.timeoutMs / 1000)} s)…\n`,
+    );
+  if (isPostgresUrl(dir)) {
+    // Appends from many hosts serialize on the chain's lock; the evaluation holds its repository.
+    return openPostgresStore(dir, repo === undefined ? {} : { hold: { keys: [trustedBaseKey(repo)], waitMs, onWait } });
+  }
+  return openStore(dir, { waitMs, onWait });
 }
 
 /**
@@ -59,6 +74,7 @@ export function openForWriting(ctx: CliContext, verb: string, dir: string, waitM
  * @throws EvidenceError `ASP_EVIDENCE_STORE_CORRUPT` (exit 74) and the other open errors.
  */
 export async function openForReading(dir: string): Promise<Store | null> {
+  if (isPostgresUrl(dir)) return openPostgresStore(dir, { readOnly: true });
   try {
     return await openStore(dir, { readOnly: true });
   } catch (error) {
@@ -105,9 +121,25 @@ interface StoreFlags {
   readonly out?: string;
 }
 
-/** The store a `store` subcommand acts on: `--store DIR`, else the trusted configuration's. */
-function storeDir(ctx: CliContext, flags: StoreFlags): string {
-  return flags.store !== undefined ? resolve(ctx.io.cwd, flags.store) : readHostConfig(ctx, flags.config).store;
+/** The store a `store` subcommand acts on: `--store DIR|URL`, else the trusted configuration's. */
+function storeTarget(ctx: CliContext, flags: StoreFlags): string {
+  if (flags.store !== undefined) return isPostgresUrl(flags.store) ? flags.store : resolve(ctx.io.cwd, flags.store);
+  return readHostConfig(ctx, flags.config).store;
+}
+
+/**
+ * The level store folder a file-level subcommand (check, salvage, backup) acts on.
+ * @throws UsageError `ASP_CLI_USAGE` for a PostgreSQL store (its database has its own tools).
+ */
+function storeDir(ctx: CliContext, flags: StoreFlags, verb: string): string {
+  const target = storeTarget(ctx, flags);
+  if (isPostgresUrl(target)) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      `asp store ${verb} works on a level store folder; ${redactUrl(target)} is a PostgreSQL store: use asp receipts verify to walk its chain and pg_dump to back it up (docs/scale-out.md)`,
+    );
+  }
+  return target;
 }
 
 function outDir(ctx: CliContext, flags: StoreFlags): string {
@@ -115,7 +147,7 @@ function outDir(ctx: CliContext, flags: StoreFlags): string {
   return resolve(ctx.io.cwd, flags.out);
 }
 
-/** `asp store check|salvage|backup`: look after the evidence store itself (docs/store.md). */
+/** `asp store check|salvage|backup|migrate`: look after the evidence store itself (docs/store.md, docs/scale-out.md). */
 export function registerStore(program: Command, ctx: CliContext): void {
   const store = program
     .command("store")
@@ -127,7 +159,7 @@ export function registerStore(program: Command, ctx: CliContext): void {
   withTarget(
     store.command("check").description("report damage without modifying the store (exit 0 ok, 74 damaged)"),
   ).action(async (flags: StoreFlags) => {
-    const report = await checkStore(storeDir(ctx, flags));
+    const report = await checkStore(storeDir(ctx, flags, "check"));
     ctx.print(renderCheck(report), report);
     if (!report.ok) ctx.setExit(EXIT.storeDamaged);
   });
@@ -139,7 +171,7 @@ export function registerStore(program: Command, ctx: CliContext): void {
       )
       .option("--out <dir>", "a new or empty folder for the salvaged store"),
   ).action(async (flags: StoreFlags) => {
-    const result = await salvageStore(storeDir(ctx, flags), outDir(ctx, flags));
+    const result = await salvageStore(storeDir(ctx, flags, "salvage"), outDir(ctx, flags));
     ctx.print(renderSalvage(result), result);
   });
   withTarget(
@@ -150,16 +182,40 @@ export function registerStore(program: Command, ctx: CliContext): void {
       )
       .option("--out <dir>", "a new or empty folder for the backup"),
   ).action(async (flags: StoreFlags) => {
-    const result = await backupStore(storeDir(ctx, flags), outDir(ctx, flags));
+    const dir = storeDir(ctx, flags, "backup");
+    const result = await backupStore(dir, outDir(ctx, flags));
     const head = result.head === null ? null : formatHead(result.head);
     ctx.print(
       [
-        `backed up ${inert(storeDir(ctx, flags))} to ${inert(result.path)}: ${result.entries} entries, head ${head ?? "-"}`,
+        `backed up ${inert(dir)} to ${inert(result.path)}: ${result.entries} entries, head ${head ?? "-"}`,
         ...(head === null
           ? []
           : [`record the head; after a restore, check it with: asp receipts verify --expect-head ${head}`]),
       ].join("\n"),
       { ...result, headText: head },
+    );
+  });
+  withTarget(
+    store
+      .command("migrate")
+      .description(
+        "create or upgrade the schema of a PostgreSQL store (never done at start-up; safe to run again, and from many hosts at once)",
+      ),
+  ).action(async (flags: StoreFlags) => {
+    const target = storeTarget(ctx, flags);
+    if (!isPostgresUrl(target)) {
+      throw new UsageError(
+        "ASP_CLI_USAGE",
+        `asp store migrate acts on a PostgreSQL store (a postgres:// URL); ${inert(target)} is a level store folder, which needs no migration`,
+      );
+    }
+    const result = await migrateStore(target);
+    const shown = redactUrl(target);
+    ctx.print(
+      result.applied.length === 0
+        ? `store ${inert(shown)}: schema version ${result.to}, up to date`
+        : `store ${inert(shown)}: schema version ${result.from} -> ${result.to} (applied ${result.applied.join(", ")})`,
+      { url: shown, ...result },
     );
   });
 }

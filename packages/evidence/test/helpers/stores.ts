@@ -1,18 +1,8 @@
 import { join } from "node:path";
-import { type Clock, createMemoryStore, openStore, type Store, type StoreOptions } from "../../src/index.js";
+import { createMemoryStore, openStore, type Store, type StoreOptions } from "../../src/index.js";
 import { tempDir } from "./tmp.js";
 
-/** A fake clock: each call is one second later, starting at a fixed time. */
-export function fakeClock(start = Date.UTC(2026, 0, 1)): Clock {
-  let t = start;
-  return {
-    now: () => {
-      const d = new Date(t);
-      t += 1000;
-      return d;
-    },
-  };
-}
+export { fakeClock } from "../conformance/index.js";
 
 /** Both store implementations, for tests that must hold for each. */
 export const BACKENDS: ReadonlyArray<readonly [string, (options?: StoreOptions) => Promise<Store>]> = [
