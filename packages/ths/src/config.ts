@@ -45,6 +45,11 @@ export interface HostConfig {
    * served to providers, never part of the change. Default `{ roots: "auto" }`; `false`: none.
    */
   readonly environment: EnvironmentSetting;
+  /**
+   * The job queue's PostgreSQL URL (`asp sweep --queue`, `asp worker`) when the store is not a
+   * `postgres://` URL itself; absent when not configured.
+   */
+  readonly queue?: string;
 }
 
 /**
@@ -108,6 +113,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     // A path inside the candidate repository: the schema keeps it relative, normalized, never escaping.
     candidatePolicy: obj.candidatePolicy ?? null,
     environment: checkEnvironmentSetting(obj.environment, path),
+    ...(obj.queue === undefined ? {} : { queue: obj.queue }),
   };
 }
 
