@@ -2,8 +2,8 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { BIN, EXAMPLE_PROVIDERS, exampleHostConfig } from "../example-host.js";
 import { commitAll } from "../git.js";
 import { compare } from "../measure.js";
 import type { Suite } from "../suite.js";
@@ -16,30 +16,13 @@ import type { Suite } from "../suite.js";
 // The queue's PostgreSQL comes from ASP_BENCH_PG_URL: any server where the bench may create
 // databases, e.g. a throwaway one (`initdb`, `pg_ctl start`; see docs/queue.md).
 
-const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
-const BIN = join(ROOT, "apps", "cli", "dist", "bin.js");
-const PROVIDERS = ["provider-typescript", "provider-secrets", "provider-text-edit", "provider-import-graph"];
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 /** The environment variable naming the PostgreSQL server the suite creates its databases in. */
 export const PG_URL_ENV = "ASP_BENCH_PG_URL";
 
-function hostConfig(dir: string, name: string, queue: string): string {
-  const examples = join(ROOT, "examples");
-  const path = join(dir, `${name}.json`);
-  writeFileSync(
-    path,
-    JSON.stringify({
-      store: join(dir, `store-${name}`),
-      queue,
-      policy: join(examples, "asp.policy.json"),
-      trustRoots: [join(examples, "keys", "example.key.pub")],
-      plugins: PROVIDERS.map((p) => join(ROOT, "plugins", p, "dist", "plugin")),
-      providers: [],
-    }),
-  );
-  return path;
-}
+const hostConfig = (dir: string, name: string, queue: string) =>
+  exampleHostConfig(dir, name, EXAMPLE_PROVIDERS, { queue });
 
 async function createDatabase(server: string, name: string): Promise<string> {
   const client = new pg.Client({ connectionString: server });
