@@ -9,7 +9,7 @@ import { openForWriting } from "../commands/store.js";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { inert } from "../terminal.js";
-import { closeQueue, openQueue, queueUrl } from "./boss.js";
+import { closeQueue, openQueue, queueUrl, redactUrl } from "./boss.js";
 import { checkJobData, jobStateKey, repoHead, SWEEP_QUEUE, type SweepJob } from "./jobs.js";
 
 /** The fact kind of a job that ended failed after its last attempt (index `queueJob` = its key). */
@@ -223,25 +223,18 @@ async function runOne(
   const attempt = job.retryCount + 1;
   const last = job.retryCount >= job.retryLimit;
   let data: SweepJob | null = null;
+  let r: Awaited<ReturnType<typeof sweepJob>>;
+  // Only what the job itself throws fails it; the queue's own errors end the worker (the job
+  // then expires and comes back), so a receipt is never followed by a failure fact.
   try {
     data = checkJobData(job.data);
     ctx.io.stderr(`asp worker: job ${inert(job.id)} ${inert(data.repo)} (attempt ${attempt})…\n`);
-    await lockJob(client, data.key);
-    let r: Awaited<ReturnType<typeof sweepJob>>;
-    try {
-      r = await sweepJob(ctx, options, data);
-    } finally {
-      await unlockJob(client, data.key).catch(() => {});
-    }
-    await boss.complete(SWEEP_QUEUE, job.id, { outcome: r.outcome, receiptId: r.receiptId ?? null });
-    ctx.io.stderr(
-      `asp worker: job ${inert(job.id)} ${r.outcome === "receipt" ? `${inert(r.decision ?? "")}, receipt ${inert(r.receiptId ?? "-")}` : "already has its receipt: nothing written"}\n`,
-    );
-    return { id: job.id, repo: data.repo, key: data.key, attempt, ...r };
+    r = await lockedSweep(ctx, options, client, data);
   } catch (error) {
+    if (error instanceof QueueConnectionError) throw error.cause;
     const coded = codeOf(error);
     if (last) await recordFailure(ctx, options, job, data, coded);
-    await boss.fail(SWEEP_QUEUE, job.id, coded).catch(() => {});
+    await boss.fail(SWEEP_QUEUE, job.id, coded);
     ctx.io.stderr(
       `asp worker: job ${inert(job.id)} attempt ${attempt} failed: ${inert(coded.code)}${last ? " (last attempt: failed)" : " (will be retried)"}\n`,
     );
@@ -253,6 +246,35 @@ async function runOne(
       outcome: last ? "failed" : "retry",
       error: coded,
     };
+  }
+  await boss.complete(SWEEP_QUEUE, job.id, { outcome: r.outcome, receiptId: r.receiptId ?? null });
+  ctx.io.stderr(
+    `asp worker: job ${inert(job.id)} ${r.outcome === "receipt" ? `${inert(r.decision ?? "")}, receipt ${inert(r.receiptId ?? "-")}` : "already has its receipt: nothing written"}\n`,
+  );
+  return { id: job.id, repo: data.repo, key: data.key, attempt, ...r };
+}
+
+/** A failure of the queue's database connection, told apart from the job's own failures. */
+class QueueConnectionError {
+  constructor(readonly cause: unknown) {}
+}
+
+/** {@link sweepJob} under the job's advisory lock. */
+async function lockedSweep(
+  ctx: CliContext,
+  options: WorkerOptions,
+  client: pg.Client,
+  data: SweepJob,
+): Promise<Awaited<ReturnType<typeof sweepJob>>> {
+  try {
+    await lockJob(client, data.key);
+  } catch (cause) {
+    throw new QueueConnectionError(cause);
+  }
+  try {
+    return await sweepJob(ctx, options, data);
+  } finally {
+    await unlockJob(client, data.key).catch(() => {});
   }
 }
 
@@ -296,6 +318,18 @@ export async function runWorker(ctx: CliContext, options: WorkerOptions): Promis
       }
     };
     await Promise.all(Array.from({ length: options.concurrency }, loop));
+  } catch (cause) {
+    if (isAspError(cause)) throw cause;
+    // The queue's database went away under a loop (fetch, lock, connect): the jobs it held expire and come back.
+    throw new UsageError(
+      "ASP_CLI_QUEUE_UNAVAILABLE",
+      `the queue database ${redactUrl(url)} failed: ${codeOf(cause).message}`,
+      {
+        cause,
+        category: "internal",
+        data: { url: redactUrl(url) },
+      },
+    );
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => {})));
     await closeQueue(boss);
