@@ -62,11 +62,13 @@ describe("asp sweep --queue and asp worker (pg-boss on a throwaway PostgreSQL)",
       await migrate(s.config, ["--max-attempts", "3", "--retry-delay", "1", "--expire", "30"]);
       expect(await enqueue(s.config, s.reposFile)).toMatchObject({ enqueued: REPOS, duplicate: 0 });
 
+      // A starts alone, so it surely takes jobs; B joins once A runs its first. A is killed the
+      // moment it takes its second job, so it dies holding one (taken, not finished).
       const a = startAsp(["worker", "--config", s.config, ...WORKER]);
-      const b = startAsp(["worker", "--config", s.config, ...WORKER]);
-      // Killed while it holds its second job (taken, maybe evaluating or writing its receipt).
       const started = () => (a.stderr().match(/\(attempt \d+\)…/g) ?? []).length;
-      await until(() => started() >= 2 || a.child.exitCode !== null, "worker A's second job", 240_000);
+      await until(() => started() >= 1, "worker A's first job", 240_000);
+      const b = startAsp(["worker", "--config", s.config, ...WORKER]);
+      await until(() => started() >= 2, "worker A's second job", 240_000);
       a.child.kill("SIGKILL");
       await a.exited;
       const code = await b.exited;
@@ -74,7 +76,10 @@ describe("asp sweep --queue and asp worker (pg-boss on a throwaway PostgreSQL)",
       const summary = JSON.parse(b.stdout()) as Summary;
       expect(summary.failed).toBe(0);
       // The job A held when it died came back to B as a second attempt.
-      expect(summary.jobs.some((j) => j.attempt >= 2 && j.outcome !== "retry")).toBe(true);
+      expect(
+        summary.jobs.some((j) => j.attempt >= 2 && j.outcome !== "retry"),
+        `worker A:\n${a.stderr()}\nworker B:\n${b.stderr()}`,
+      ).toBe(true);
 
       // host §1 (durable receipt), invariant 8 (nothing done twice): one receipt per job key.
       const receipts = await receiptFacts(s.store);
