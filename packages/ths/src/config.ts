@@ -55,6 +55,11 @@ export interface HostConfig {
    * resolves it with the `OPENAI4S_*` environment through `@asp/rollout`'s `resolveConfiguration`.
    */
   readonly autoMode: AutoModeConfig | null;
+  /**
+   * The job queue's PostgreSQL URL (`asp sweep --queue`, `asp worker`) when the store is not a
+   * `postgres://` URL itself; absent when not configured.
+   */
+  readonly queue?: string;
 }
 
 /**
@@ -119,6 +124,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     candidatePolicy: obj.candidatePolicy ?? null,
     environment: checkEnvironmentSetting(obj.environment, path),
     autoMode: obj.autoMode === undefined ? null : structuredClone(obj.autoMode),
+    ...(obj.queue === undefined ? {} : { queue: obj.queue }),
   };
 }
 

@@ -32,6 +32,16 @@ describe("host configuration", () => {
     ).toThrowWithCode("ASP_THS_BAD_CONFIG");
   });
 
+  it("keeps a queue URL as written (never resolved as a path), and refuses one that is not PostgreSQL", () => {
+    const dir = mkdtempSync(join(tmpdir(), "asp-ths-config-"));
+    const queue = "postgres://db.internal:5432/asp";
+    expect(parseHostConfig({ store: "s", policy: "p", queue }, dir).queue).toBe(queue);
+    expect(parseHostConfig({ store: "s", policy: "p" }, dir)).not.toHaveProperty("queue");
+    expect(() => parseHostConfig({ store: "s", policy: "p", queue: "file:///etc/passwd" }, dir)).toThrowWithCode(
+      "ASP_THS_BAD_CONFIG",
+    );
+  });
+
   it.each([
     ["not an object", [], "ASP_THS_BAD_CONFIG"],
     ["an unknown key", { store: "s", policy: "p", shell: "sh -c x" }, "ASP_THS_BAD_CONFIG"],

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startPostgres } from "@asp/test-utils";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Ratio } from "../src/measure.js";
 import { headline, mergeResults, readResults, resultsTable, suiteResult } from "../src/results.js";
@@ -9,6 +10,7 @@ import decideSuite from "../src/suites/decide.js";
 import environmentSuite, { dependencyRoots } from "../src/suites/environment.js";
 import gateTscSuite from "../src/suites/gate-tsc.js";
 import storePgSuite from "../src/suites/store-pg.js";
+import sweepQueueSuite, { PG_URL_ENV } from "../src/suites/sweep-queue.js";
 
 // Each suite on its tiny "smoke" size: every step still runs (the whole-process gate, the host's
 // decide path, the environment snapshot, and each baseline), so a suite cannot rot unnoticed.
@@ -70,6 +72,29 @@ describe("bench suites, smoke size", () => {
     for (const r of rows) expectFigure(r);
     expect(rows.find((r) => r.headline)?.details?.writers).toBe(4);
   }, 120_000);
+});
+
+describe("sweep-queue on a throwaway PostgreSQL, smoke size", () => {
+  it("asp sweep --queue with 2 workers next to asp sweep once per repository", async () => {
+    const cluster = await startPostgres({ prefix: "asp-bench-pg-" });
+    const before = process.env[PG_URL_ENV];
+    process.env[PG_URL_ENV] = cluster.url;
+    try {
+      const rows = await smoke(sweepQueueSuite);
+      expect(rows).toHaveLength(1);
+      for (const r of rows) expectFigure(r);
+      expect(rows[0]?.details).toMatchObject({
+        repositories: 2,
+        workers: 2,
+        subjectReposPerMin: expect.any(Number),
+        baselineReposPerMin: expect.any(Number),
+      });
+    } finally {
+      if (before === undefined) delete process.env[PG_URL_ENV];
+      else process.env[PG_URL_ENV] = before;
+      await cluster.stop();
+    }
+  }, 300_000);
 });
 
 describe("dependencyRoots", () => {

@@ -22,6 +22,7 @@ import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { requireHostConfig } from "../host-config.js";
 import { inert } from "../terminal.js";
+import { enqueueCommand, QUEUE_OPTION_HELP } from "./queue.js";
 import { openForReading, openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
 
 /** The help text of every `--config` option. */
@@ -177,6 +178,7 @@ interface EvaluateFlags {
   readonly repo?: string;
   readonly base?: string;
   readonly wait?: string;
+  readonly queue?: string;
 }
 
 async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags: EvaluateFlags): Promise<void> {
@@ -246,7 +248,10 @@ function evaluateCommand(program: Command, ctx: CliContext, verb: string, callSi
       "--base <rev>",
       "git revision to diff against (default: the trusted base, the after-tree of the last allowed gate for this repository)",
     );
-  cmd.action((flags: EvaluateFlags) => evaluate(ctx, verb, callSite, flags));
+  else cmd.option("--queue <file>", QUEUE_OPTION_HELP);
+  cmd.action((flags: EvaluateFlags) =>
+    flags.queue === undefined ? evaluate(ctx, verb, callSite, flags) : enqueueCommand(ctx, flags.queue, flags.config),
+  );
 }
 
 /** `asp check`: the interactive call-site (warn-allow under the fail-policy table). */

@@ -8,6 +8,7 @@ import { registerDogfood } from "./dogfood.js";
 import { registerCheck, registerGate, registerReceipts, registerSweep } from "./host.js";
 import { registerPlugin } from "./plugin.js";
 import { registerPolicy } from "./policy.js";
+import { registerWorker } from "./queue.js";
 import { registerStatus } from "./status.js";
 import { registerStore } from "./store.js";
 
@@ -17,6 +18,7 @@ export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void
   registerCheck,
   registerGate,
   registerSweep,
+  registerWorker,
   registerEdit,
   registerApply,
   registerServe,

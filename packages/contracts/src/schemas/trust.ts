@@ -124,6 +124,12 @@ export const HostConfigSchema = Type.Object(
     excludes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 4096 })),
     candidatePolicy: Type.Optional(RelPath),
     /**
+     * The PostgreSQL database of the job queue (`asp sweep --queue`, `asp worker`), used when
+     * `store` is not itself a `postgres://` URL. Put no password in it: `pg` reads `PGPASSWORD`
+     * or `~/.pgpass`.
+     */
+    queue: Type.Optional(Type.String({ pattern: "^postgres(ql)?://", minLength: 12, maxLength: 4096 })),
+    /**
      * The dependency environment (host §5, §9): `false` turns it off; otherwise `roots` are the
      * repository-relative dependency folders to snapshot read-only (default `"auto"`: each
      * `node_modules` next to a `package.json` of the baseline) and `excludes` are gitignore

@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { BIN, EXAMPLE_PROVIDERS, exampleHostConfig, ROOT } from "../example-host.js";
 import { commitAll } from "../git.js";
 import { compare } from "../measure.js";
 import type { Suite } from "../suite.js";
@@ -12,26 +12,7 @@ import type { Suite } from "../suite.js";
 // command with the providers as plain subprocesses. Both hosts use the signed example plugins,
 // the example policy and a persistent store of their own; each run launches the providers anew.
 
-const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
-const BIN = join(ROOT, "apps", "cli", "dist", "bin.js");
-const PROVIDERS = ["provider-typescript", "provider-secrets", "provider-text-edit", "provider-import-graph"];
 const SANDBOXES = ["sandbox-bubblewrap", "sandbox-staged-snapshot"];
-
-function hostConfig(dir: string, name: string, plugins: readonly string[]): string {
-  const examples = join(ROOT, "examples");
-  const path = join(dir, `${name}.json`);
-  writeFileSync(
-    path,
-    JSON.stringify({
-      store: join(dir, `store-${name}`),
-      policy: join(examples, "asp.policy.json"),
-      trustRoots: [join(examples, "keys", "example.key.pub")],
-      plugins: plugins.map((p) => join(ROOT, "plugins", p, "dist", "plugin")),
-      providers: [],
-    }),
-  );
-  return path;
-}
 
 const suite: Suite = {
   name: "sandbox",
@@ -42,8 +23,8 @@ const suite: Suite = {
       const repo = join(dir, "repo");
       cpSync(join(ROOT, "examples", "demo-repo"), repo, { recursive: true });
       commitAll(repo);
-      const confined = hostConfig(dir, "bubblewrap", [...SANDBOXES, ...PROVIDERS]);
-      const plain = hostConfig(dir, "plain", PROVIDERS);
+      const confined = exampleHostConfig(dir, "bubblewrap", [...SANDBOXES, ...EXAMPLE_PROVIDERS]);
+      const plain = exampleHostConfig(dir, "plain", EXAMPLE_PROVIDERS);
       const gate = (config: string) => () => {
         execFileSync(process.execPath, [BIN, "gate", "--config", config, "--repo", repo], {
           stdio: "ignore",
