@@ -56,6 +56,11 @@ export interface HostConfig {
    */
   readonly autoMode: AutoModeConfig | null;
   /**
+   * Options of in-process plugins by plugin id (validated against each plugin's `optionsSchema`
+   * when it loads); `{}` when the file sets none.
+   */
+  readonly pluginOptions: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
    * The job queue's PostgreSQL URL (`asp sweep --queue`, `asp worker`) when the store is not a
    * `postgres://` URL itself; absent when not configured.
    */
@@ -124,6 +129,7 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     candidatePolicy: obj.candidatePolicy ?? null,
     environment: checkEnvironmentSetting(obj.environment, path),
     autoMode: obj.autoMode === undefined ? null : structuredClone(obj.autoMode),
+    pluginOptions: obj.pluginOptions === undefined ? {} : structuredClone(obj.pluginOptions),
     ...(obj.queue === undefined ? {} : { queue: obj.queue }),
   };
 }

@@ -21,7 +21,16 @@ describe("host configuration", () => {
       candidatePolicy: null,
       environment: { roots: "auto" },
       autoMode: null,
+      pluginOptions: {},
     });
+  });
+
+  it("carries in-process plugin options by id, and refuses options that are not an object", () => {
+    const pluginOptions = { "asp.verifier-openai": { baseUrl: "http://127.0.0.1:1/v1", model: "m", apiKeyEnv: "K" } };
+    expect(parseHostConfig({ store: "s", policy: "p", pluginOptions }, "/x").pluginOptions).toEqual(pluginOptions);
+    expect(() => parseHostConfig({ store: "s", policy: "p", pluginOptions: { a: "text" } }, "/x")).toThrowWithCode(
+      "ASP_THS_BAD_CONFIG",
+    );
   });
 
   it("carries the Auto Mode rollout of the trusted file (issue 14), and refuses an unknown stage", () => {

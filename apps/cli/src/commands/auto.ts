@@ -14,15 +14,18 @@ import {
   readRunFacts,
 } from "@asp/auto-mode";
 import type { Policy } from "@asp/contracts";
-import { type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
+import { canonicalize, type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
 import {
+  createTempPluginCache,
   type LoadedVerifier,
   loadPlugins,
   TOKENS as PLUGIN_TOKENS,
   readTrustRoots,
   registerPlugins,
+  removePluginCache,
 } from "@asp/plugin-host";
 import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
+import { isPostgresUrl } from "@asp/store-postgres";
 import { type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
@@ -225,11 +228,18 @@ export async function defaultScript(repo: string, store: Store, excludes: readon
   };
 }
 
+/** A temp plugin cache for this process (a database store has no folder beside it), removed at exit. */
+function processPluginCache(): string {
+  const dir = createTempPluginCache();
+  process.once("exit", () => removePluginCache(dir));
+  return dir;
+}
+
 /**
  * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
  * `review` from the host configuration's plugins, instantiated with the host's ports (clock,
  * content, and the host's checks over `repo`), under its own identity: actor `verifier:<id>`, a
- * session per run, fingerprint `<id>@<digest>`.
+ * session per run, fingerprint `<id>@<digest>;options=<digest of its trusted options>`.
  * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named);
  *   PluginError from its init (e.g. `ASP_PLUGIN_PORT_UNAVAILABLE`).
  */
@@ -238,17 +248,19 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
     dirs: config.plugins,
     trustRoots: readTrustRoots(config.trustRoots),
     policy: host.policy.document as Policy,
-    cacheDir: `${resolve(host.store.location)}.plugins`,
+    // A folder store keeps its verified plugin copies beside it; a database has no beside.
+    cacheDir: isPostgresUrl(config.store) ? processPluginCache() : `${resolve(host.store.location)}.plugins`,
     kinds: ["verifier"],
+    pluginOptions: config.pluginOptions,
   });
   const reviewers = loaded.verifiers.filter((v) => v.plugin.capabilities.includes("review"));
   const chosen: LoadedVerifier | undefined = reviewers.find((v) => reviewerNames(v.plugin.id).includes(name));
   if (chosen === undefined) {
-    const refused = loaded.refused.map((r) => `${r.id ?? r.dir} (${r.code})`);
+    const refused = loaded.refused.map((r) => ({ id: r.id ?? r.dir, code: r.code }));
     throw new UsageError(
       "ASP_CLI_BAD_INPUT",
-      `no verified, granted Reviewer ${JSON.stringify(name)}; loaded: [${reviewers.map((v) => v.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.join(", ")}` : ""}`,
-      { data: { reviewer: name, loaded: reviewers.map((v) => v.plugin.id) } },
+      `no verified, granted Reviewer ${JSON.stringify(name)}; loaded: [${reviewers.map((v) => v.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.map((r) => `${r.id} (${r.code})`).join(", ")}` : ""}`,
+      { data: { reviewer: name, loaded: reviewers.map((v) => v.plugin.id), refused } },
     );
   }
   const c = host.container.createChildContainer();
@@ -269,7 +281,9 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
     identity: {
       actor_id: `verifier:${id}`,
       session_id: `review-${randomUUID()}`,
-      fingerprint: `${id}@${chosen.evidence.digest}`,
+      // The model and configuration identity: the verified code and its trusted options (a
+      // Reviewer's model and endpoint live there), so a reconfigured Reviewer is a new fingerprint.
+      fingerprint: `${id}@${chosen.evidence.digest};options=${digestBytes(new TextEncoder().encode(canonicalize(config.pluginOptions[id] ?? {})))}`,
     },
     verifier,
   };

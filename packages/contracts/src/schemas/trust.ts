@@ -158,6 +158,16 @@ export const HostConfigSchema = Type.Object(
      * the `OPENAI4S_*` environment. Only trusted configuration may turn a stage on.
      */
     autoMode: Type.Optional(AutoModeConfigSchema),
+    /**
+     * Options of verifier plugins (Reviewers) by plugin id, e.g. a Reviewer's base
+     * URL and model; each is validated against its plugin's `optionsSchema` before `init`. Never a
+     * secret: name the environment variable that holds one (verifier-openai's `apiKeyEnv`).
+     */
+    pluginOptions: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Record(Type.String(), Type.Unknown()), {
+        maxProperties: 1024,
+      }),
+    ),
   },
   Closed,
 );

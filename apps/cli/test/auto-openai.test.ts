@@ -1,0 +1,140 @@
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { AutoRunProjection } from "@asp/auto-mode";
+import { afterEach, describe, expect, it } from "vitest";
+import { exampleCopy } from "./example-copy.js";
+import { BIN, REPO_ROOT } from "./helpers.js";
+
+// `asp auto run --reviewer openai`: the signed verifier-openai plugin, granted by the example policy,
+// configured only by the trusted host configuration (`pluginOptions`: base URL, model, the NAME of
+// the key's variable), reviewing against a loopback server that speaks the chat-completions API.
+
+const OPENAI = join(REPO_ROOT, "plugins", "verifier-openai", "dist", "plugin");
+const KEY = "sk-test-cli-0123456789";
+
+interface Seen {
+  readonly authorization: string | undefined;
+  readonly body: { model?: string; response_format?: { type?: string } };
+}
+
+let server: Server | undefined;
+afterEach(async () => {
+  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+  server = undefined;
+});
+
+/** A loopback chat-completions server answering every request with `content` (status 200). */
+async function chatServer(content: string): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  server = createServer((req: IncomingMessage, res) => {
+    let body = "";
+    req.on("data", (b: Buffer) => {
+      body += b.toString("utf8");
+    });
+    req.on("end", () => {
+      seen.push({ authorization: req.headers.authorization, body: JSON.parse(body) });
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: "chatcmpl-cli",
+          object: "chat.completion",
+          created: 0,
+          model: "test-model",
+          choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, finish_reason: "stop" }],
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
+}
+
+/** The built `asp`, asynchronously (the loopback server answers from this process meanwhile). */
+async function asp(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...argv], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? "", ASP_TEST_OPENAI_KEY: KEY },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (b: Buffer) => {
+    stdout += b.toString("utf8");
+  });
+  child.stderr.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, stdout, stderr };
+}
+
+function setup(baseUrl: string): { repo: string; config: string } {
+  const copy = exampleCopy();
+  const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
+  writeFileSync(
+    copy.config,
+    JSON.stringify({
+      ...config,
+      plugins: [...config.plugins, OPENAI],
+      autoMode: {
+        stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true },
+        result_review_mode: "review_only",
+      },
+      pluginOptions: {
+        "asp.verifier-openai": { baseUrl, model: "test-model", apiKeyEnv: "ASP_TEST_OPENAI_KEY", timeoutMs: 30_000 },
+      },
+    }),
+  );
+  return copy;
+}
+
+describe("asp auto run --reviewer openai (issue 14 item 10)", { timeout: 120_000 }, () => {
+  it("AM.states.2: a pass from the configured chat-completions server is Verified; the key goes only in the Authorization header", async () => {
+    const { url, seen } = await chatServer(JSON.stringify({ verdict: "pass", findings: [], rationale: "fine" }));
+    const { repo, config } = setup(url);
+    const r = await asp(["auto", "run", "--reviewer", "openai", "--json", "--config", config, repo]);
+    expect(r.stderr).toBe("");
+    const projection = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(projection.state).toBe("verified");
+    expect(r.code).toBe(0);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.authorization).toBe(`Bearer ${KEY}`);
+    expect(seen[0]?.body.model).toBe("test-model");
+    expect(seen[0]?.body.response_format?.type).toBe("json_schema");
+    // The fingerprint names the verified code and its trusted options (model, endpoint).
+    expect(projection.review_runs[0]?.reviewer?.fingerprint).toMatch(
+      /^asp\.verifier-openai@sha256:[0-9a-f]{64};options=sha256:[0-9a-f]{64}$/,
+    );
+    expect(r.stdout).not.toContain(KEY);
+  });
+
+  it("AM.states.8: a schema-invalid verdict twice is review_unavailable (no admissible verdict), recorded as unparseable, never a pass", async () => {
+    const { url, seen } = await chatServer(JSON.stringify({ verdict: "looks good" }));
+    const { repo, config } = setup(url);
+    const r = await asp(["auto", "run", "--reviewer", "openai", "--json", "--config", config, repo]);
+    const projection = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(projection.state).toBe("review_unavailable");
+    expect(projection.terminal?.unavailable_reason).toBe("no_admissible_verdict");
+    expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual(["unparseable", "unparseable"]);
+    expect(seen).toHaveLength(2);
+    expect(r.code).toBe(2);
+    expect(`${r.stdout}${r.stderr}`).not.toContain(KEY);
+  });
+
+  it("refuses options the plugin's schema does not accept before any request (the key itself is never an option)", async () => {
+    const { url, seen } = await chatServer("{}");
+    const { repo, config } = setup(url);
+    const c = JSON.parse(readFileSync(config, "utf8"));
+    c.pluginOptions["asp.verifier-openai"].apiKey = KEY;
+    writeFileSync(config, JSON.stringify(c));
+    const r = await asp(["auto", "run", "--reviewer", "openai", "--json", "--config", config, repo]);
+    expect(r.code).not.toBe(0);
+    const error = JSON.parse(r.stdout).error;
+    expect(error.code).toBe("ASP_CLI_BAD_INPUT");
+    expect(error.data.refused).toEqual([{ id: "asp.verifier-openai", code: "ASP_PLUGIN_BAD_OPTIONS" }]);
+    expect(seen).toHaveLength(0);
+    expect(`${r.stdout}${r.stderr}`).not.toContain(KEY);
+  });
+});
