@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { afterEach, describe, expect, it } from "vitest";
-import { exampleCopy } from "./example-copy.js";
+import { AUTO_MODE, autoModeCopy } from "./example-copy.js";
 import { BIN, REPO_ROOT } from "./helpers.js";
 
 // `asp auto run --reviewer openai`: the signed verifier-openai plugin, granted by the example policy,
@@ -71,23 +71,12 @@ async function asp(argv: string[]): Promise<{ code: number | null; stdout: strin
 }
 
 function setup(baseUrl: string): { repo: string; config: string } {
-  const copy = exampleCopy();
-  const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
-  writeFileSync(
-    copy.config,
-    JSON.stringify({
-      ...config,
-      plugins: [...config.plugins, OPENAI],
-      autoMode: {
-        stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true },
-        result_review_mode: "review_only",
-      },
-      pluginOptions: {
-        "asp.verifier-openai": { baseUrl, model: "test-model", apiKeyEnv: "ASP_TEST_OPENAI_KEY", timeoutMs: 30_000 },
-      },
-    }),
-  );
-  return copy;
+  return autoModeCopy([OPENAI], {
+    autoMode: AUTO_MODE,
+    pluginOptions: {
+      "asp.verifier-openai": { baseUrl, model: "test-model", apiKeyEnv: "ASP_TEST_OPENAI_KEY", timeoutMs: 30_000 },
+    },
+  });
 }
 
 describe("asp auto run --reviewer openai (issue 14 item 10)", { timeout: 120_000 }, () => {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AUTO_FACT_KINDS, type AutoRunProjection, RUN_ID_INDEX } from "@asp/auto-mode";
 import { openStore } from "@asp/evidence";
 import { describe, expect, it } from "vitest";
-import { exampleCopy, FAKE_AWS_KEY } from "./example-copy.js";
+import { AUTO_MODE, autoModeCopy, FAKE_AWS_KEY } from "./example-copy.js";
 import { REPO_ROOT, runBinary } from "./helpers.js";
 
 // Issue 14 Done-when, as whole processes: `asp auto run` on a git copy of examples/demo-repo with
@@ -11,24 +11,8 @@ import { REPO_ROOT, runBinary } from "./helpers.js";
 // the trusted host configuration, and `asp auto show` reprinting from that store in a new process.
 
 const HOST_CHECKS = join(REPO_ROOT, "plugins", "verifier-host-checks", "dist", "plugin");
-/** Stages 2 and 4 on, review only: what examples/asp.host.json sets. */
-const AUTO_MODE = {
-  stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true },
-  result_review_mode: "review_only",
-};
-
 function setup(autoMode: object | null = AUTO_MODE): { root: string; repo: string; config: string } {
-  const copy = exampleCopy();
-  const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
-  writeFileSync(
-    copy.config,
-    JSON.stringify({
-      ...config,
-      plugins: [...config.plugins, HOST_CHECKS],
-      ...(autoMode === null ? {} : { autoMode }),
-    }),
-  );
-  return copy;
+  return autoModeCopy([HOST_CHECKS], autoMode === null ? {} : { autoMode });
 }
 
 function autoRun(config: string, repo: string, extra: string[] = []) {

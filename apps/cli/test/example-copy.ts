@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { git } from "@asp/test-utils";
@@ -50,4 +50,24 @@ export function exampleCopy(options: { readonly sandboxes?: boolean } = {}): {
     }),
   );
   return { root, repo, config };
+}
+
+/** Stages 2 and 4 on, review only: what examples/asp.host.json sets for `asp auto run`. */
+export const AUTO_MODE = {
+  stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true },
+  result_review_mode: "review_only",
+};
+
+/**
+ * {@link exampleCopy} whose host configuration also loads `plugins` (folders) and sets `extra`
+ * top-level fields (`autoMode`, `pluginOptions` ...): the trusted configuration of an Auto Run test.
+ */
+export function autoModeCopy(
+  plugins: readonly string[],
+  extra: Readonly<Record<string, unknown>>,
+): { root: string; repo: string; config: string } {
+  const copy = exampleCopy();
+  const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
+  writeFileSync(copy.config, JSON.stringify({ ...config, plugins: [...config.plugins, ...plugins], ...extra }));
+  return copy;
 }

@@ -48,7 +48,7 @@ export type { FindingContent } from "./identity.js";
 export { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
-export type { AttemptResult, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
+export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
 export { attemptOutcomeOfError, isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
 export type { AutoRunner, AutoRunnerOptions, AutoRunParams, ProvisionalChunk, TerminalOutcome } from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";

@@ -94,7 +94,8 @@ export function parseVerdict(answer: unknown, snapshot: EvidenceSnapshot): Parse
   return { verdict: a.verdict as ReviewVerdict, findings, rationale };
 }
 
-type FailedOutcome = "timeout" | "unparseable" | "provider_failed";
+/** How an attempt without an admissible answer is recorded when the Reviewer call threw. */
+export type FailedOutcome = "timeout" | "unparseable" | "provider_failed";
 const REPORTED: ReadonlyArray<FailedOutcome> = ["timeout", "unparseable", "provider_failed"];
 
 /**
