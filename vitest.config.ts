@@ -12,8 +12,9 @@ export default defineConfig({
     ],
     reporters: ["default", "./tools/vitest-summary-reporter.ts"],
     // Vitest's default is one worker fewer than the cores: a single worker on CI's 2 cores, where
-    // most test files spend their time waiting on subprocesses (providers, git, npm, tsc). Two
-    // workers keep both cores busy (the whole CI run was 1231 s with one).
-    maxWorkers: 2,
+    // most test files spend part of their time waiting on subprocesses, git, fsync and PostgreSQL
+    // (the whole CI run was 1231 s with one worker). Measured with two: 1.76 of 2 cores busy; a
+    // third worker fills the waits.
+    maxWorkers: 3,
   },
 });

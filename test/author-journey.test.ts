@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,6 +30,21 @@ let work: string;
 let registry: LocalRegistry | undefined;
 let outcomes: StepOutcome[] = [];
 
+/**
+ * Remove npx's installs of `@asp/*` left by an earlier run on this machine: npx reuses its folder
+ * for the same spec, and npm keeps an installed package of the same version without comparing its
+ * bytes, so a rebuilt `@asp/evidence` at an unchanged version would never replace the old one (a
+ * fresh CI machine has none). Other npx installs are left alone.
+ */
+function forgetEarlierNpxInstalls(env: NodeJS.ProcessEnv): void {
+  const cache = execFileSync("npm", ["config", "get", "cache"], { env, encoding: "utf8" }).trim();
+  const npx = join(cache, "_npx");
+  if (cache === "" || !existsSync(npx)) return;
+  for (const dir of readdirSync(npx)) {
+    if (existsSync(join(npx, dir, "node_modules", "@asp"))) rmSync(join(npx, dir), { recursive: true, force: true });
+  }
+}
+
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "asp-author-"));
   expect(relative(ROOT, work).startsWith("..")).toBe(true);
@@ -44,6 +60,7 @@ beforeAll(async () => {
   };
   // Trusted host configuration comes only from --config in the guide; no ambient one may leak in.
   delete env.ASP_HOST_CONFIG;
+  forgetEarlierNpxInstalls(env);
   outcomes = runGuide(GUIDE, {
     cwd: folder,
     env,

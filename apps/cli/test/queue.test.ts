@@ -17,7 +17,7 @@ import {
 } from "./queue-fixture.js";
 
 /** How many repositories the crash test sweeps (the Done-when: ASP_QUEUE_TEST_REPOS=50). */
-const REPOS = Number(process.env.ASP_QUEUE_TEST_REPOS ?? "6");
+const REPOS = Number(process.env.ASP_QUEUE_TEST_REPOS ?? "4");
 
 let cluster: ThrowawayPostgres;
 let databases = 0;

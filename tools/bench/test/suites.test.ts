@@ -75,7 +75,7 @@ describe("bench suites, smoke size", () => {
 });
 
 describe("sweep-queue on a throwaway PostgreSQL, smoke size", () => {
-  it("asp sweep --queue with 2 workers next to asp sweep once per repository", async () => {
+  it("asp sweep --queue with a worker on the shared PostgreSQL store next to asp sweep once per repository", async () => {
     const cluster = await startPostgres({ prefix: "asp-bench-pg-" });
     const before = process.env[PG_URL_ENV];
     process.env[PG_URL_ENV] = cluster.url;
@@ -84,8 +84,8 @@ describe("sweep-queue on a throwaway PostgreSQL, smoke size", () => {
       expect(rows).toHaveLength(1);
       for (const r of rows) expectFigure(r);
       expect(rows[0]?.details).toMatchObject({
-        repositories: 2,
-        workers: 2,
+        repositories: 1,
+        workers: 1,
         subjectReposPerMin: expect.any(Number),
         baselineReposPerMin: expect.any(Number),
       });
