@@ -366,7 +366,11 @@ describe("verifier-openai options and identity", () => {
     ["a file: URL", { ...base, baseUrl: "file:///etc/passwd" }, "baseUrl"],
     ["an ftp: URL", { ...base, baseUrl: "ftp://api.example.test/v1" }, "baseUrl"],
     // Built at run time: a literal credential URL is what the repository's own secrets scan flags.
-    ["credentials in the URL", { ...base, baseUrl: ["https://user", "secret@api.example.test/v1"].join(":") }, "baseUrl"],
+    [
+      "credentials in the URL",
+      { ...base, baseUrl: ["https://user", "secret@api.example.test/v1"].join(":") },
+      "baseUrl",
+    ],
     ["a query", { ...base, baseUrl: "https://api.example.test/v1?key=secret" }, "baseUrl"],
     ["the key itself as an option", { ...base, apiKey: "sk-123" }, "apiKey"],
     ["no model", { baseUrl: base.baseUrl, apiKeyEnv: "K" }, "model"],
