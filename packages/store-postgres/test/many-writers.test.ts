@@ -48,7 +48,9 @@ describe("one chain, many writers", () => {
     const children = new Map<string, ChildProcess>();
     for (let w = 0; w < 8; w++) {
       const id = `w${w}`;
-      const child = spawn(process.execPath, [WRITER, entry, url, id, String(PER_WRITER), ackFile], {
+      // w0 and w1 are SIGKILLed mid-run: give them more appends than they can finish before the kill.
+      const count = w < 2 ? 100_000 : PER_WRITER;
+      const child = spawn(process.execPath, [WRITER, entry, url, id, String(count), ackFile], {
         stdio: ["ignore", "ignore", "pipe"],
       });
       let err = "";
