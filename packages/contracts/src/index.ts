@@ -13,6 +13,8 @@
 
 export type { Digest, Hasher, InjectionToken, JsonValue } from "./canonical.js";
 export { canonicalBytes, canonicalize, createNobleHasher, digest, digestBytes, isDigest } from "./canonical.js";
+export type { DescriptorFs, StdioSlot } from "./descriptors.js";
+export { closedStdio, DESCRIPTOR_MARGIN } from "./descriptors.js";
 export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCode } from "./errors.js";
 export { AspError, ContractsError, isAspError } from "./errors.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
 import { performance } from "node:perf_hooks";
+import { closedStdio } from "@asp/contracts";
 import {
   CancellationTokenSource,
   createMessageConnection,
@@ -81,13 +83,19 @@ export class ProviderConnection {
     private readonly onFault: (fault: StreamFault) => void,
   ) {
     // host §2: structured argv, no shell, trusted cwd, explicit minimal environment.
+    // THREAT-MODEL invariant 12 (issue 32 holes 1 and 8): the child holds its three pipes and
+    // /dev/null at every other number the host may hold (never the store's files, which LevelDB
+    // opens without close-on-exec), and leads a process group of its own, so that whatever it
+    // starts is killed with it (`kill`, and when the provider exits or the host process ends).
     this.child = spawn(spec.executable, [...spec.args], {
       cwd: spec.cwd,
       env: { ...spec.env },
       shell: false,
-      stdio: ["pipe", "pipe", "pipe"],
+      stdio: closedStdio(fs) as ["pipe", "pipe", "pipe", ...number[]],
+      detached: process.platform !== "win32",
       windowsHide: true,
     });
+    if (this.child.pid !== undefined) LIVE_GROUPS.add(this.child.pid);
     const guard = new FrameGuard(
       maxResponseBytes,
       (v) =>
@@ -108,6 +116,10 @@ export class ProviderConnection {
       this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL);
     });
     const reader = new StreamMessageReader(guard);
+    // vscode-jsonrpc re-arms a 10 s "partial message" timer for as long as a frame stays
+    // incomplete, and disposing the connection does not clear it: one torn frame kept `asp gate`
+    // alive forever after its decision (issue 32 hole 7). FrameGuard judges framing; no timer.
+    reader.partialMessageTimeout = 0;
     // biome-ignore lint/style/noNonNullAssertion: stdio is "pipe", so stdin exists.
     const writer = new StreamMessageWriter(this.child.stdin!);
     reader.onError((error) => this.fault({ kind: "unparseable", detail: error.message.slice(0, 500) }));
@@ -155,6 +167,7 @@ export class ProviderConnection {
   private exited(info: ExitInfo): void {
     if (this.exitInfo !== null) return;
     this.exitInfo = info;
+    this.killGroup(); // what the provider left running dies with it
     const how =
       info.spawnError !== undefined
         ? `could not start: ${info.spawnError}`
@@ -268,8 +281,35 @@ export class ProviderConnection {
     return info;
   }
 
-  /** Kill the process now (SIGKILL). */
+  /** Kill the process now (SIGKILL), and every process of its group. */
   kill(): void {
+    this.killGroup();
     if (this.exitInfo === null) this.child.kill("SIGKILL");
   }
+
+  /** SIGKILL the provider's process group (its own and whatever it started and did not move out). */
+  private killGroup(): void {
+    const pid = this.child.pid;
+    if (pid === undefined || !LIVE_GROUPS.delete(pid)) return;
+    killProcessGroup(pid);
+  }
 }
+
+/** Process groups of providers this process started and has not killed yet. */
+const LIVE_GROUPS = new Set<number>();
+
+function killProcessGroup(pid: number): void {
+  if (process.platform === "win32") return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // ESRCH: the group is empty already
+  }
+}
+
+// A host that ends without closing its providers (an uncaught error, process.exit) still takes
+// them with it. (A SIGKILLed host cannot; a sandbox's --die-with-parent covers that case.)
+process.on("exit", () => {
+  for (const pid of LIVE_GROUPS) killProcessGroup(pid);
+  LIVE_GROUPS.clear();
+});
