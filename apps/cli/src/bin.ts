@@ -1,6 +1,11 @@
 #!/usr/bin/env node
 import { runCli } from "./main.js";
 
+// Ctrl-C or a CI runner's SIGTERM ends the command through process.exit, so the providers'
+// process groups are killed on the way out (@asp/protocol; THREAT-MODEL invariant 12).
+process.once("SIGINT", () => process.exit(130));
+process.once("SIGTERM", () => process.exit(143));
+
 const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),

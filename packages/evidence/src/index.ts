@@ -16,6 +16,8 @@ export type { BackupResult } from "./backup.js";
 export { backupStore } from "./backup.js";
 export type { JsonValue } from "./canonical.js";
 export { canonicalBytes, canonicalize, digest, parseCanonical } from "./canonical.js";
+export type { RunFileError, RunFileOptions, RunFileResult } from "./child.js";
+export { runFile } from "./child.js";
 export type { EnvironmentOptions, EnvironmentSnapshot } from "./environment.js";
 export { snapshotEnvironment } from "./environment.js";
 export type { EvidenceErrorCode } from "./errors.js";

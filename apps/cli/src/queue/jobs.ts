@@ -1,7 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import * as fs from "node:fs";
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute, normalize } from "node:path";
+import { closedStdio } from "@asp/contracts";
 import { UsageError } from "../errors.js";
 
 /** The pg-boss queue every `asp sweep --queue` job goes to. */
@@ -54,7 +56,7 @@ export function repoHead(repo: string): string | null {
   try {
     const out = execFileSync("git", ["-C", repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], {
       encoding: "utf8",
-      stdio: ["ignore", "pipe", "ignore"],
+      stdio: closedStdio(fs, ["ignore", "pipe", "ignore"]) as ["ignore", "pipe", "ignore"],
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin", GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" },
     }).trim();
     return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(out) ? out : null;

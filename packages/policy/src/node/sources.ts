@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { isAbsolute } from "node:path";
+import { runFile } from "@asp/evidence";
 import { policyError } from "../errors.js";
 import type { PolicySource, PolicyText } from "../source.js";
 
@@ -56,23 +56,13 @@ export interface GitPolicySourceOptions {
 const SAFE_REVISION = /^(?!-)[A-Za-z0-9._/@{}^~-]+$/;
 const SAFE_PATH = /^(?!\/)(?!.*\/\/)(?!(?:.*\/)?\.\.?(?:\/|$))[^\0:\\]+(?<!\/)$/;
 
-function run(git: string, args: ReadonlyArray<string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    // argv array, never a shell string; no textconv or pager, no prompts.
-    execFile(
-      git,
-      [...args],
-      {
-        encoding: "utf8",
-        maxBuffer: 16 * 1024 * 1024,
-        env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C" },
-      },
-      (error, stdout, stderr) => {
-        if (error) reject(Object.assign(error, { stderr }));
-        else resolve(stdout);
-      },
-    );
+async function run(git: string, args: ReadonlyArray<string>): Promise<string> {
+  // argv array, never a shell string; no textconv or pager, no prompts; no inherited descriptor.
+  const { stdout } = await runFile(git, args, {
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C" },
   });
+  return stdout.toString("utf8");
 }
 
 /**
