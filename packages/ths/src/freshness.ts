@@ -22,6 +22,7 @@ import {
 } from "@asp/evidence";
 import { inject, injectable } from "./di.js";
 import { type EnvironmentSetting, environmentExcludes, insideEnvironment, packageRoots } from "./environment.js";
+import { verifiedTrustedBase } from "./host-records.js";
 import { THS_TOKENS } from "./tokens.js";
 
 /** What the host binds one evaluation to (host §5). */
@@ -188,11 +189,10 @@ export class FreshnessAuthority {
    * can only make a gate see more, never less).
    */
   async trustedBase(repo: string): Promise<Digest | null> {
-    const last = await this.log.latest(trustedBaseKey(repo));
-    const record = last?.record as { baseline?: unknown; decision?: unknown; callSite?: unknown } | undefined;
-    if (record === undefined || record.decision !== "allow" || record.callSite !== "gate") return null;
-    const tree = record.baseline;
-    if (typeof tree !== "string" || !isDigest(tree) || !(await this.objects.has("tree", tree))) return null;
+    // THREAT-MODEL invariant 13: only a verified gate-allow receipt of the host's moves the base;
+    // an entry some other writer appended under the key is ignored (verifyReceipts reports it).
+    const tree = await verifiedTrustedBase(this.log, trustedBaseKey(repo));
+    if (tree === null || !isDigest(tree) || !(await this.objects.has("tree", tree))) return null;
     return tree;
   }
 

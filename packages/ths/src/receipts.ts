@@ -1,11 +1,11 @@
-import { type AuditReceipt, type DecisionEnvelope, validate } from "@asp/contracts";
+import type { AuditReceipt, DecisionEnvelope } from "@asp/contracts";
 import { type Digest, digest, type FactEntry, type FactInput, type FactLog } from "@asp/evidence";
 import type { FailOpen } from "./decide.js";
 import { ThsError } from "./errors.js";
 import { trustedBaseKey } from "./freshness.js";
+import { FACT_KINDS, hostStateProblem, receiptProblem } from "./host-records.js";
 
-/** Fact kinds the host appends to the evidence fact log. */
-export const FACT_KINDS = Object.freeze({ decision: "ths.decision", receipt: "ths.receipt" } as const);
+export { FACT_KINDS } from "./host-records.js";
 
 /** What a receipt needs beyond the envelope. */
 export interface ReceiptParts {
@@ -165,39 +165,18 @@ export async function verifyReceipts(log: FactLog): Promise<ReceiptVerification>
   }
   const receipts = await log.list({ kind: FACT_KINDS.receipt });
   for (const e of receipts) {
-    const r = validate("audit-receipt", e.record);
     const rid = (e.record as { receiptId?: unknown }).receiptId;
     const receiptId = typeof rid === "string" ? rid : null;
-    if (!r.ok) {
-      problems.push({
-        seq: e.seq,
-        receiptId,
-        problem: `not a valid audit receipt: ${r.errors[0]?.pointer} ${r.errors[0]?.message}`,
-      });
-      continue;
-    }
-    const d = decisions.get(r.value.decisionId);
-    if (d === undefined) {
-      problems.push({ seq: e.seq, receiptId, problem: `decision ${r.value.decisionId} is not in the log` });
-      continue;
-    }
-    const env = validate("verdict", d.record);
-    if (!env.ok) {
-      problems.push({ seq: e.seq, receiptId, problem: `decision ${r.value.decisionId} is not a valid envelope` });
-      continue;
-    }
-    if (digest(env.value) !== r.value.envelopeDigest) {
-      problems.push({ seq: e.seq, receiptId, problem: "envelopeDigest does not match the recorded envelope" });
-      continue;
-    }
-    if (
-      env.value.decision !== r.value.decision ||
-      env.value.callSite !== r.value.callSite ||
-      env.value.policyDigest !== r.value.policyDigest ||
-      env.value.receipt?.id !== r.value.receiptId
-    ) {
-      problems.push({ seq: e.seq, receiptId, problem: "receipt and envelope disagree" });
-    }
+    const decisionId = (e.record as { decisionId?: unknown }).decisionId;
+    const found = receiptProblem(e, typeof decisionId === "string" ? decisions.get(decisionId) : undefined);
+    if (found !== null) problems.push({ seq: e.seq, receiptId, problem: found.problem });
   }
+  // THREAT-MODEL invariant 13: host-only state (the trusted base, provider health) written by
+  // anything but the host's own record of that kind is another writer's entry.
+  for (const e of await log.list()) {
+    const problem = hostStateProblem(e);
+    if (problem !== null) problems.push({ seq: e.seq, receiptId: null, problem });
+  }
+  problems.sort((a, b) => a.seq - b.seq);
   return { ok: problems.length === 0, entries: chain.entries, head: chain.head, receipts: receipts.length, problems };
 }
