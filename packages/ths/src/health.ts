@@ -120,7 +120,10 @@ export function parseHealthRecord(value: unknown, provider: ProviderIdentity): P
  */
 export async function loadHealth(log: FactLog, provider: ProviderIdentity): Promise<ProviderHealthRecord | null> {
   const entry = await log.latest(healthStateKey(provider));
-  return entry === undefined ? null : parseHealthRecord(entry.record, provider);
+  // THREAT-MODEL invariant 13: only the host's own health record counts (a quarantine another
+  // writer cleared under the key is not cleared).
+  if (entry === undefined || entry === null || entry.kind !== HEALTH_FACT_KIND) return null;
+  return parseHealthRecord(entry.record, provider);
 }
 
 const zeroOutcomes = (): Record<ProviderRunOutcome, number> =>
