@@ -74,6 +74,7 @@ export class ProviderConnection {
   private exitInfo: ExitInfo | null = null;
   private readonly exitWaiters: Array<(info: ExitInfo) => void> = [];
   private stderrTail = "";
+  private readonly cannotStart: string | null;
   private largest = 0;
 
   private constructor(
@@ -87,6 +88,9 @@ export class ProviderConnection {
     // /dev/null at every other number the host may hold (never the store's files, which LevelDB
     // opens without close-on-exec), and leads a process group of its own, so that whatever it
     // starts is killed with it (`kill`, and when the provider exits or the host process ends).
+    // Placeholders over every number above 2 also cover libuv's own exec-error pipe, so a child
+    // that cannot exec exits 127 instead of failing the spawn: say why it could not start.
+    this.cannotStart = launchProblem(spec);
     this.child = spawn(spec.executable, [...spec.args], {
       cwd: spec.cwd,
       env: { ...spec.env },
@@ -164,8 +168,12 @@ export class ProviderConnection {
     return this.exitInfo;
   }
 
-  private exited(info: ExitInfo): void {
+  private exited(reported: ExitInfo): void {
     if (this.exitInfo !== null) return;
+    const info: ExitInfo =
+      reported.spawnError === undefined && reported.code === 127 && this.cannotStart !== null
+        ? { code: null, signal: null, spawnError: this.cannotStart }
+        : reported;
     this.exitInfo = info;
     this.killGroup(); // what the provider left running dies with it
     const how =
@@ -293,6 +301,22 @@ export class ProviderConnection {
     if (pid === undefined || !LIVE_GROUPS.delete(pid)) return;
     killProcessGroup(pid);
   }
+}
+
+/** Why `spec` cannot start (its executable is not an executable file, its cwd not a folder), or null. */
+function launchProblem(spec: LaunchSpec): string | null {
+  try {
+    fs.accessSync(spec.executable, fs.constants.X_OK);
+    if (!fs.statSync(spec.executable).isFile()) return `spawn ${spec.executable} EACCES (not a file)`;
+  } catch (error) {
+    return `spawn ${spec.executable} ${(error as NodeJS.ErrnoException).code ?? "failed"}`;
+  }
+  try {
+    if (!fs.statSync(spec.cwd).isDirectory()) return `spawn ${spec.executable}: cwd ${spec.cwd} is not a folder`;
+  } catch (error) {
+    return `spawn ${spec.executable}: cwd ${spec.cwd} ${(error as NodeJS.ErrnoException).code ?? "failed"}`;
+  }
+  return null;
 }
 
 /** Process groups of providers this process started and has not killed yet. */
