@@ -143,6 +143,13 @@ export interface StageRequest {
     readonly path: string;
     readonly content: Uint8Array | null;
     readonly mode?: "100644" | "100755";
+    /**
+     * What the path must hold on disk before it is replaced: its precondition in the tree the host
+     * judged (`sha256:` of the bytes, or of a link's target, and the mode), or null for absent on
+     * disk. A sandbox checks it without following links right before its commit point and publishes
+     * nothing when it differs. Absent: not checked.
+     */
+    readonly before?: { readonly digest: string; readonly mode: "100644" | "100755" | "120000" | "040000" } | null;
   }>;
   /**
    * A host-owned folder for this repository's apply journal (outside the worktree); the same

@@ -20,6 +20,10 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_THS_UNTRUSTED_LOCATION`: a trusted input (host configuration, policy, trust root,
  *   plugin folder, store, provider executable, argument or cwd) lies inside the repository
  *   being evaluated, after resolving symlinks (input).
+ * - `ASP_THS_POLICY_REVISION_UNTRUSTED`: a base-revision policy (`policy: { git, path }`) names a
+ *   revision the change under evaluation can write (`HEAD~1`, `@`, a local branch or tag,
+ *   `FETCH_HEAD`, a short id …) instead of a full commit id or a `refs/remotes/…` ref of a
+ *   protected branch (threat model invariant 14) (input).
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
  * - `ASP_THS_HOST_CHECKS_BAD_PATH`: a verifier asked the host's checks (`createHostChecks`) to lay a
@@ -28,6 +32,12 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_THS_HOST_CHECKS_BAD_FILES`: the host-checks request is not a list of at most 10,000 distinct
  *   files, or names a blob the store does not hold; nothing is evaluated (input).
  * - `ASP_APPLY_UNKNOWN_PROPOSAL`: `Host.apply` was given a proposal id the store does not hold (input).
+ * - `ASP_APPLY_CALL_SITE_REFUSED`: `Host.apply` (or `host/applyProposal`) was asked to validate at a
+ *   call-site other than the gate: the requester never chooses how strictly it is judged (THREAT-MODEL
+ *   invariant 15); nothing is evaluated or written (input).
+ * - `ASP_APPLY_JOURNAL_DAMAGED`: the staged-apply journal of the repository cannot be recovered (not
+ *   JSON, not this plugin's, unreadable): nothing is evaluated or applied until an operator runs the
+ *   printed `asp edit discard-journal <dir>`; the failure is recorded in the log (integrity, exit 74).
  */
 export type ThsErrorCode =
   | "ASP_THS_BAD_CONFIG"
@@ -40,10 +50,13 @@ export type ThsErrorCode =
   | "ASP_THS_BAD_LABELS"
   | "ASP_THS_BAD_RECEIPT"
   | "ASP_THS_UNTRUSTED_LOCATION"
+  | "ASP_THS_POLICY_REVISION_UNTRUSTED"
   | "ASP_THS_INTERNAL"
   | "ASP_THS_HOST_CHECKS_BAD_PATH"
   | "ASP_THS_HOST_CHECKS_BAD_FILES"
-  | "ASP_APPLY_UNKNOWN_PROPOSAL";
+  | "ASP_APPLY_UNKNOWN_PROPOSAL"
+  | "ASP_APPLY_CALL_SITE_REFUSED"
+  | "ASP_APPLY_JOURNAL_DAMAGED";
 
 /** Every {@link ThsErrorCode}, for table tests and documentation. */
 export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
@@ -57,10 +70,13 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_LABELS",
   "ASP_THS_BAD_RECEIPT",
   "ASP_THS_UNTRUSTED_LOCATION",
+  "ASP_THS_POLICY_REVISION_UNTRUSTED",
   "ASP_THS_INTERNAL",
   "ASP_THS_HOST_CHECKS_BAD_PATH",
   "ASP_THS_HOST_CHECKS_BAD_FILES",
   "ASP_APPLY_UNKNOWN_PROPOSAL",
+  "ASP_APPLY_CALL_SITE_REFUSED",
+  "ASP_APPLY_JOURNAL_DAMAGED",
 ];
 
 /**
@@ -98,6 +114,8 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
  * - `ASP_APPLY_WRITE_FAILED`: publishing the after-state failed (what was already written was restored).
  * - `ASP_APPLY_INTERRUPTED`: the host stopped (a crash, a kill) while publishing; recovery from the
  *   staging journal left the worktree at the baseline before, recorded on the next start.
+ * - `ASP_APPLY_DISK_DRIFT`: a touched path's real state on disk (lstat'ed, never followed) is not its
+ *   precondition, e.g. an ignored `.env` the judged tree does not show: nothing (more) is written.
  */
 export type ApplyRejectionCode =
   | "ASP_APPLY_NOT_A_PLAN"
@@ -123,7 +141,8 @@ export type ApplyRejectionCode =
   | "ASP_APPLY_CONFLICT"
   | "ASP_APPLY_ALREADY_APPLIED"
   | "ASP_APPLY_WRITE_FAILED"
-  | "ASP_APPLY_INTERRUPTED";
+  | "ASP_APPLY_INTERRUPTED"
+  | "ASP_APPLY_DISK_DRIFT";
 
 /** Every {@link ApplyRejectionCode}, for table tests and documentation. */
 export const APPLY_REJECTION_CODES: readonly ApplyRejectionCode[] = [
@@ -151,6 +170,7 @@ export const APPLY_REJECTION_CODES: readonly ApplyRejectionCode[] = [
   "ASP_APPLY_ALREADY_APPLIED",
   "ASP_APPLY_WRITE_FAILED",
   "ASP_APPLY_INTERRUPTED",
+  "ASP_APPLY_DISK_DRIFT",
 ];
 
 /** Thrown by `@asp/ths`. */

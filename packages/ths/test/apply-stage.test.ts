@@ -11,7 +11,7 @@ import { THS_TOKENS } from "../src/index.js";
 import { applyRepo, editManifest, replaceIntent } from "./apply-helpers.js";
 import { policyFor, testHost } from "./helpers.js";
 
-type Behaviour = "honest" | "throws" | "refuses" | "writes-more";
+type Behaviour = "honest" | "throws" | "refuses" | "writes-more" | "confines";
 
 /** An in-process staging sandbox (the port a `sandbox-staged-snapshot` plugin implements), recording its calls. */
 function fakeStager(behaviour: Behaviour) {
@@ -20,7 +20,8 @@ function fakeStager(behaviour: Behaviour) {
     id: "fake-stager",
     version: "1.0.0",
     digest: `sha256:${"a".repeat(64)}`,
-    capabilities: ["sandbox:staged_snapshot"],
+    capabilities:
+      behaviour === "confines" ? ["sandbox:staged_snapshot", "sandbox:bubblewrap"] : ["sandbox:staged_snapshot"],
     async stage(request) {
       calls.stage.push(request);
       if (behaviour === "throws") throw new Error("disk full");
@@ -36,6 +37,16 @@ function fakeStager(behaviour: Behaviour) {
       calls.recover.push(request);
       return { outcome: "none" };
     },
+    // "confines": it also launches the edit provider and reports it cannot write the worktree
+    // (what sandbox-bubblewrap reports when its namespaces are available).
+    ...(behaviour === "confines"
+      ? {
+          async launch(request) {
+            const { executable, args, cwd, env } = request;
+            return { executable, args, cwd, env, mode: "isolated" as const, mechanism: "fake", directWrite: false };
+          },
+        }
+      : {}),
   };
   return { sandbox, calls };
 }
@@ -67,22 +78,26 @@ const journalOf = (journals: string, repo: string) =>
 describe("publishing an apply", () => {
   describe("when a staging sandbox is granted", () => {
     it("H6.7 host §6: stages whole-file writes with the repository's journal and reports the sandbox's guarantee", async () => {
-      const { host, calls, journals } = await stagedHost("honest");
+      const { host, calls, journals } = await stagedHost("confines");
       try {
         const repo = applyRepo();
         const p = await host.propose({ repo, intent: replaceIntent("src/a.ts", "a = 1", "a = 2") });
         const { receipt } = await host.apply({ repo, proposalId: p.proposalId });
         expect(receipt).toMatchObject({
           applied: true,
+          directWriteRisk: false,
           transactionGuarantee: "staged_snapshot",
           sandbox: { id: "fake-stager", digest: `sha256:${"a".repeat(64)}` },
         });
+        expect(receipt.reason).toBeUndefined();
         expect(calls.stage).toHaveLength(1);
         expect(calls.stage[0]?.journalDir).toBe(journalOf(journals, repo));
         expect(calls.stage[0]?.root).toBe(realpathSync(repo));
         expect(calls.stage[0]?.writes.map((w) => [w.path, Buffer.from(w.content ?? []).toString()])).toEqual([
           ["src/a.ts", "export const a = 2;\n"],
         ]);
+        // issue 32 hole 5: the sandbox is told what the path must hold on disk (its precondition).
+        expect(calls.stage[0]?.writes[0]?.before).toEqual({ digest: p.plan?.preconditions[0]?.blob, mode: "100644" });
       } finally {
         await host.close();
       }
@@ -209,7 +224,12 @@ describe("publishing an apply", () => {
           const onDisk = readFileSync(join(repo, "src", "a.ts"), "utf8");
           if (publish) {
             expect(onDisk).toBe("export const a = 2;\n");
-            expect(r).toMatchObject({ applied: true, transactionGuarantee: "staged_snapshot" });
+            // host §3: the edit provider ran unconfined, so no more than rollback_attempted.
+            expect(r).toMatchObject({
+              applied: true,
+              transactionGuarantee: "rollback_attempted",
+              directWriteRisk: true,
+            });
             expect(r.baselineAfter).not.toBeNull();
           } else {
             expect(onDisk).toBe("export const a = 1;\n");

@@ -11,6 +11,7 @@ import {
   type DecisionEnvelope,
   type EditPlan,
   type ProposeParams,
+  TRANSACTION_GUARANTEES,
   validate,
 } from "@asp/contracts";
 import type { Clock, Digest, FactLog, ObjectStore } from "@asp/evidence";
@@ -22,11 +23,12 @@ import type { EvaluateOptions, EvaluateResult } from "../host.js";
 import { assuranceAtLeast, authorityEvidence } from "../policy-view.js";
 import type { ProviderSupervisor } from "../supervisor.js";
 import type { HostPolicy, SandboxSet } from "../tokens.js";
+import { diskDrift } from "./disk.js";
 import { buildHypothetical, type PlannedWrite } from "./hypothetical.js";
 import { mergeText } from "./merge.js";
 import { KeyedMutex } from "./mutex.js";
 import { lookupPath, type PathAfter, treeWith } from "./tree.js";
-import { type ApplyRejection, validatePlan } from "./validate.js";
+import { type ApplyRejection, pathEscape, validatePlan } from "./validate.js";
 import { type FileWrite, writeDirect } from "./write.js";
 
 /** Fact kinds of mediated apply (host §6), each indexed by `proposalId`. */
@@ -35,7 +37,12 @@ export const APPLY_FACT_KINDS = Object.freeze({
   receipt: "ths.apply-receipt",
   /** Appended before a staging sandbox publishes: the receipt the host would write on success. */
   pending: "ths.apply-pending",
+  /** A recovery of the repository's staged-apply journal that could not run (index `applyJournalRepo`). */
+  recoveryFailed: "ths.apply-recovery-failed",
 } as const);
+
+/** The only call-site that validates an apply (THREAT-MODEL invariant 15): trusted, never the requester's. */
+export const APPLY_CALL_SITE: CallSite = "gate";
 
 /** An edit intent, as `edit/propose` carries it. */
 export type EditIntent = ProposeParams["intent"];
@@ -76,13 +83,17 @@ export interface ProposeResult {
 export interface ApplyOptions {
   readonly repo?: string;
   readonly proposalId: string;
-  /** The call-site whose required checks run on the hypothetical after-state (default `gate`). */
+  /**
+   * Only `gate` (or absent): an apply is always validated by the gate's required checks. Any other
+   * value is refused `ASP_APPLY_CALL_SITE_REFUSED` (THREAT-MODEL invariant 15): the requester never
+   * chooses how strictly it is judged.
+   */
   readonly callSite?: CallSite;
   /**
    * The repository-relative path of its candidate policy file: an edit of it is assessed under the
    * active policy and can never authorize itself (host §7), as in `Host.evaluate`.
    */
-  readonly candidatePolicyPath?: string;
+  readonly candidatePolicyPath?: string | readonly string[];
   readonly signal?: AbortSignal;
 }
 
@@ -167,11 +178,53 @@ export class Applier {
     const outcomes: string[] = [];
     for (const s of this.deps.sandboxes.sandboxes) {
       if (s.recover !== undefined) {
-        const r = await s.recover({ root: repoIdentity(repo), journalDir: dir });
+        let r: Awaited<ReturnType<NonNullable<Sandbox["recover"]>>>;
+        try {
+          r = await s.recover({ root: repoIdentity(repo), journalDir: dir });
+        } catch (error) {
+          throw await this.recoveryFailed(repo, dir, s, error);
+        }
         outcomes.push(`${s.id}: ${r.outcome}`);
       }
     }
     await this.settlePending(repo, outcomes.join(", ") || "no recovering sandbox");
+  }
+
+  /**
+   * A recovery that cannot run (issue 32 hole 12): recorded in the log first, then a typed
+   * integrity error naming the command that puts the damaged journal aside. Nothing of the
+   * repository is evaluated or applied while its journal cannot be read: the worktree may be
+   * between two states, and only an operator can say which.
+   */
+  private async recoveryFailed(repo: string, dir: string, sandbox: Sandbox, error: unknown): Promise<ThsError> {
+    const root = repoIdentity(repo);
+    const raw = (error as { code?: unknown }).code;
+    const code = typeof raw === "string" ? raw.slice(0, 128) : "ERROR";
+    const detail = String((error as Error)?.message ?? error).slice(0, 2000);
+    const next = `asp edit discard-journal ${dir}`;
+    await this.deps.log.append([
+      {
+        kind: APPLY_FACT_KINDS.recoveryFailed,
+        record: {
+          $$type: "@asp/ApplyRecoveryFailed",
+          version: 1,
+          repo: root,
+          journalDir: dir,
+          sandbox: { id: sandbox.id, digest: sandbox.digest },
+          code,
+          detail,
+          nextStep: next,
+          at: this.now(),
+        },
+        index: [{ name: "applyJournalRepo", value: root }],
+      },
+    ]);
+    return new ThsError(
+      "ASP_APPLY_JOURNAL_DAMAGED",
+      `the staged-apply journal of ${root} cannot be recovered by ${sandbox.id} (${code}: ${detail}); ` +
+        `nothing was evaluated. Check the worktree (git -C ${root} status), then run: ${next}`,
+      { category: "integrity", cause: error, data: { repo: root, journalDir: dir, code, nextStep: next } },
+    );
   }
 
   /**
@@ -325,10 +378,12 @@ export class Applier {
   }
 
   /**
-   * Apply a stored proposal (serialized per repository).
-   * @throws ThsError `ASP_APPLY_UNKNOWN_PROPOSAL`, `ASP_THS_BAD_REQUEST` (a proposal of another repository).
+   * Apply a stored proposal (serialized per repository), validated at the gate.
+   * @throws ThsError `ASP_APPLY_UNKNOWN_PROPOSAL`, `ASP_THS_BAD_REQUEST` (a proposal of another repository),
+   *   `ASP_APPLY_CALL_SITE_REFUSED` (a call-site other than the gate).
    */
   apply(options: ApplyOptions, repo: string, conflict = false): Promise<ApplyResult> {
+    refuseCallSite(options.callSite);
     return this.mutex.run(repoIdentity(repo), () => this.applyLocked(options, repo, conflict));
   }
 
@@ -344,6 +399,7 @@ export class Applier {
     options: Omit<ApplyOptions, "proposalId">,
     repo: string,
   ): Promise<ApplyResult[]> {
+    refuseCallSite(options.callSite);
     const stored = await Promise.all(proposalIds.map((id) => this.load(id)));
     const plans = stored.flatMap((p) => (p.plan === null ? [] : [{ ...p.plan, proposalId: p.proposalId }]));
     const texts = new Map<string, string>();
@@ -382,7 +438,7 @@ export class Applier {
         data: { proposalId: proposal.proposalId },
       });
     }
-    const callSite = options.callSite ?? "gate";
+    const callSite = APPLY_CALL_SITE;
     const receipt = new ReceiptDraft(proposal, callSite, this.deps);
     if (await this.appliedBefore(proposal.proposalId)) {
       return this.finish(
@@ -467,9 +523,17 @@ export class Applier {
         }
         continue;
       }
+      // issue 32 hole 5: the host's own last word before anything is published, whatever sandbox
+      // publishes: no `.git` component (a proposal recorded by an older host included), and every
+      // touched path is on disk exactly what the judged tree says (absent means absent on disk).
+      const refused = refusePublish(repo, writes);
+      if (refused !== null) return this.finish(receipt.reject(refused.code, refused.detail), evaluated.envelope);
       await this.publish(repo, writes, receipt);
       if (receipt.failed !== null)
-        return this.finish(receipt.reject("ASP_APPLY_WRITE_FAILED", receipt.failed), evaluated.envelope);
+        return this.finish(
+          receipt.reject(receipt.drifted ? "ASP_APPLY_DISK_DRIFT" : "ASP_APPLY_WRITE_FAILED", receipt.failed),
+          evaluated.envelope,
+        );
       const published = await this.deps.freshness.snapshot(repo);
       return this.finish(receipt.applied(published), evaluated.envelope);
     }
@@ -515,7 +579,12 @@ export class Applier {
 
   /** Publish the writes: through a staging sandbox when one is granted, else the host's own writes. */
   private async publish(repo: string, writes: readonly PlannedWrite[], receipt: ReceiptDraft): Promise<void> {
-    const files: FileWrite[] = writes.map((w) => ({ path: w.path, content: w.content, mode: w.after?.mode ?? null }));
+    const files: FileWrite[] = writes.map((w) => ({
+      path: w.path,
+      content: w.content,
+      mode: w.after?.mode ?? null,
+      before: w.before,
+    }));
     const root = repoIdentity(repo);
     const sandbox = stager(this.deps.sandboxes);
     if (sandbox?.stage !== undefined) {
@@ -544,6 +613,8 @@ export class Applier {
             path: f.path,
             content: f.content,
             ...(f.mode === "100644" || f.mode === "100755" ? { mode: f.mode } : {}),
+            // The sandbox re-checks it on disk right before its commit point (issue 32 hole 5).
+            before: f.before ?? null,
           })),
           journalDir,
         });
@@ -564,6 +635,7 @@ export class Applier {
     receipt.guarantee = "rollback_attempted";
     receipt.outcomes = result.outcomes;
     if (!result.ok) receipt.failed = result.detail ?? "a write failed";
+    receipt.drifted = result.drift === true;
   }
 
   /** Validate the receipt and append it durably before it is returned (invariant 8). */
@@ -597,6 +669,8 @@ class ReceiptDraft {
   guarantee: ApplyReceipt["transactionGuarantee"] = "none";
   sandbox: { id: string; digest: Digest } | null = null;
   failed: string | null = null;
+  /** The failure was a path whose state on disk is not its precondition. */
+  drifted = false;
   private validation: NonNullable<ApplyReceipt["validation"]> | null = null;
   private decision: ApplyReceipt["decision"] = null;
   private assurance: { mode: ApplyReceipt["assuranceMode"]; directWriteRisk: boolean } = {
@@ -672,24 +746,70 @@ class ReceiptDraft {
       applied: false,
       baselineAfter: null,
       // Nothing published: no guarantee to claim unless a rollback was attempted.
-      transactionGuarantee: wrote ? this.guarantee : "none",
+      transactionGuarantee: wrote ? capGuarantee(this.guarantee, this.assurance.directWriteRisk).guarantee : "none",
       rejection: { code, detail: detail.slice(0, 4000) },
     };
   }
 
   applied(published: Digest): ApplyReceipt {
     const exact = published === this.hypotheticalAfter;
+    const capped = exact ? capGuarantee(this.guarantee, this.assurance.directWriteRisk) : null;
+    const reason = !exact
+      ? `the worktree after the apply is ${published}, not the validated after-tree ${this.hypotheticalAfter}`
+      : capped?.capped === true
+        ? `${this.guarantee} capped to ${capped.guarantee}: a participating provider could write the worktree directly (direct-write risk) during or after the publish (host §3)`
+        : undefined;
     return {
       ...this.base(),
       applied: true,
       baselineAfter: published,
-      // The guarantee holds only when the worktree is exactly the validated after-tree.
-      transactionGuarantee: exact ? this.guarantee : "none",
-      ...(exact
-        ? {}
-        : {
-            reason: `the worktree after the apply is ${published}, not the validated after-tree ${this.hypotheticalAfter}`,
-          }),
+      // The guarantee holds only when the worktree is exactly the validated after-tree, and only
+      // as far as no provider could write around the sandbox.
+      transactionGuarantee: capped?.guarantee ?? "none",
+      ...(reason === undefined ? {} : { reason }),
     };
   }
+}
+
+/**
+ * host §3: with a direct-write risk (an unconfined provider took part: the proposing edit provider
+ * or a validating one) no sandbox can stop a write around its publish, so a transaction guarantee
+ * is at most `rollback_attempted`, what an ordinary worktree supports.
+ */
+export function capGuarantee(
+  guarantee: ApplyReceipt["transactionGuarantee"],
+  directWriteRisk: boolean,
+): { guarantee: ApplyReceipt["transactionGuarantee"]; capped: boolean } {
+  const ceiling = "rollback_attempted";
+  if (!directWriteRisk || TRANSACTION_GUARANTEES.indexOf(guarantee) <= TRANSACTION_GUARANTEES.indexOf(ceiling)) {
+    return { guarantee, capped: false };
+  }
+  return { guarantee: ceiling, capped: true };
+}
+
+/**
+ * @throws ThsError `ASP_APPLY_CALL_SITE_REFUSED` for a requested call-site other than the gate
+ *   (THREAT-MODEL invariant 15: `interactive` fails open, `sweep` requires another set).
+ */
+function refuseCallSite(callSite: CallSite | undefined): void {
+  if (callSite === undefined || callSite === APPLY_CALL_SITE) return;
+  throw new ThsError(
+    "ASP_APPLY_CALL_SITE_REFUSED",
+    `an apply is validated at the ${APPLY_CALL_SITE} call-site only; the requested ${JSON.stringify(String(callSite).slice(0, 64))} is refused (drop it)`,
+    { data: { callSite: String(callSite).slice(0, 64) } },
+  );
+}
+
+/** Why the host refuses to publish `writes` into `repo`, or null (issue 32 hole 5). */
+function refusePublish(repo: string, writes: readonly PlannedWrite[]): ApplyRejection | null {
+  const root = repoIdentity(repo);
+  for (const w of writes) {
+    const escapes = pathEscape(w.path);
+    if (escapes !== null) return { code: "ASP_APPLY_PATH_ESCAPE", detail: escapes.slice(0, 4000) };
+  }
+  for (const w of writes) {
+    const drift = diskDrift(root, w.path, w.before);
+    if (drift !== null) return { code: "ASP_APPLY_DISK_DRIFT", detail: drift.slice(0, 4000) };
+  }
+  return null;
 }

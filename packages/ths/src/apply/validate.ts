@@ -88,9 +88,30 @@ export function pathEscape(path: unknown): string | null {
   if (path.includes("\0")) return `${JSON.stringify(path)} has a NUL`;
   const segments = path.split("/");
   if (segments.some((s) => s === ".." || s === ".")) return `${JSON.stringify(path)} has a . or .. segment`;
-  const first = segments[0]?.normalize("NFKC").toLowerCase();
-  if (first === ".git" || first === ".asp") return `${JSON.stringify(path)} is inside ${first}/`;
+  // issue 32 hole 5: a `.git` at any depth (a nested repository's hooks or config run on the next
+  // git command there); the host's own folder `.asp/` only at the root, where the host keeps it.
+  const git = segments.find(isGitName);
+  if (git !== undefined) return `${JSON.stringify(path)} has a component git reads as .git (${JSON.stringify(git)})`;
+  if (segments[0]?.normalize("NFKC").toLowerCase() === ".asp") return `${JSON.stringify(path)} is inside .asp/`;
   return null;
+}
+
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
+
+/**
+ * True when git, or a filesystem it runs on, would take the path component `segment` for `.git`:
+ * compared after NFKD compatibility folding (`．ｇｉｔ`), with the code points HFS+ ignores removed
+ * (`.g\u200cit`), in lower case (`.GIT`), without the trailing dots and spaces NTFS drops (`.git. `),
+ * and with the NTFS forms git refuses too: the 8.3 short name `git~1` and an alternate data stream
+ * (`.git::$INDEX_ALLOCATION`).
+ */
+export function isGitName(segment: string): boolean {
+  const folded = segment
+    .normalize("NFKD")
+    .replace(IGNORABLE, "")
+    .toLowerCase()
+    .replace(/[ .]+$/, "");
+  return folded === ".git" || folded === "git~1" || folded.startsWith(".git:");
 }
 
 /** The paths an operation touches (a rename touches both ends). */

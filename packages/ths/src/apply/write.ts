@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import {
   closeSync,
   fsyncSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -16,6 +17,8 @@ import {
 import { dirname, join } from "node:path";
 import type { ApplyReceipt } from "@asp/contracts";
 import type { FileMode } from "@asp/evidence";
+import { diskDrift } from "./disk.js";
+import type { PathAfter } from "./tree.js";
 import { realPathEscape } from "./validate.js";
 
 /** One whole-file write of an apply: the bytes (null: delete) and mode the path must end with. */
@@ -23,7 +26,15 @@ export interface FileWrite {
   readonly path: string;
   readonly content: Uint8Array | null;
   readonly mode: FileMode | null;
+  /**
+   * What the path must hold on disk right before it is written (its precondition in the judged
+   * tree; null: absent on disk). Undefined: not checked (only the host's own tests).
+   */
+  readonly before?: PathAfter;
 }
+
+/** A path whose state on disk is not its precondition (issue 32 hole 5). */
+class DiskDrift extends Error {}
 
 type FileOutcome = NonNullable<ApplyReceipt["files"]>[number]["outcome"];
 
@@ -32,6 +43,8 @@ export interface DirectWriteResult {
   readonly ok: boolean;
   readonly outcomes: ReadonlyMap<string, FileOutcome>;
   readonly detail?: string;
+  /** True when it stopped because a path on disk was not its precondition (nothing more written). */
+  readonly drift?: boolean;
 }
 
 type Original =
@@ -55,8 +68,12 @@ function readOriginal(abs: string): Original {
   };
 }
 
-/** Write `bytes` to `abs` through a temp file in the same folder, fsync'ed, then one atomic rename. */
-function replaceFile(abs: string, bytes: Uint8Array, mode: FileMode): void {
+/**
+ * Write `bytes` to `abs` through a temp file in the same folder, fsync'ed, then one atomic rename;
+ * `create`: publish with `link` instead, which refuses (EEXIST) when anything appeared at `abs`
+ * since it was checked, so a path absent on disk is never overwritten.
+ */
+function replaceFile(abs: string, bytes: Uint8Array, mode: FileMode, create = false): void {
   mkdirSync(dirname(abs), { recursive: true });
   const tmp = join(dirname(abs), `.asp-apply-${randomBytes(6).toString("hex")}.tmp`);
   try {
@@ -72,7 +89,18 @@ function replaceFile(abs: string, bytes: Uint8Array, mode: FileMode): void {
         closeSync(fd);
       }
     }
-    renameSync(tmp, abs);
+    if (create) {
+      try {
+        linkSync(tmp, abs);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST")
+          throw new DiskDrift("it appeared on disk after it was checked absent");
+        throw error;
+      }
+      rmSync(tmp, { force: true });
+    } else {
+      renameSync(tmp, abs);
+    }
   } catch (error) {
     rmSync(tmp, { force: true });
     throw error;
@@ -89,7 +117,8 @@ function restore(abs: string, original: Original): void {
  * one write fails, every path already changed is put back as it was. That is `rollback_attempted`
  * and never more (host §6): a crash between two renames leaves a mixed state no journal repairs.
  * Every path is re-checked right before it is written: a parent that became a symbolic link
- * refuses the write.
+ * refuses the write, and so does a path whose state on disk is not `before` (issue 32 hole 5:
+ * absent means absent on disk, lstat'ed; a create is published with `link`, never over a file).
  */
 export function writeDirect(root: string, writes: readonly FileWrite[]): DirectWriteResult {
   const outcomes = new Map<string, FileOutcome>(writes.map((w) => [w.path, "unchanged" as FileOutcome]));
@@ -99,16 +128,20 @@ export function writeDirect(root: string, writes: readonly FileWrite[]): DirectW
     try {
       const escapes = realPathEscape(root, w.path);
       if (escapes !== null) throw new Error(escapes);
+      if (w.before !== undefined) {
+        const drift = diskDrift(root, w.path, w.before);
+        if (drift !== null) throw new DiskDrift(drift);
+      }
       const original = readOriginal(abs);
       if (w.content === null) {
         if (original.kind !== "absent") unlinkSync(abs);
       } else {
-        replaceFile(abs, w.content, w.mode ?? "100644");
+        replaceFile(abs, w.content, w.mode ?? "100644", w.before === null);
       }
       done.push({ path: w.path, abs, original });
       outcomes.set(w.path, w.content === null ? "deleted" : "written");
     } catch (error) {
-      outcomes.set(w.path, "failed");
+      outcomes.set(w.path, error instanceof DiskDrift ? "unchanged" : "failed");
       for (const d of done.reverse()) {
         try {
           restore(d.abs, d.original);
@@ -118,6 +151,14 @@ export function writeDirect(root: string, writes: readonly FileWrite[]): DirectW
         }
       }
       const code = (error as { code?: unknown }).code;
+      if (error instanceof DiskDrift) {
+        return {
+          ok: false,
+          outcomes,
+          drift: true,
+          detail: `writing ${w.path} refused: ${error.message}`.slice(0, 4000),
+        };
+      }
       return {
         ok: false,
         outcomes,
