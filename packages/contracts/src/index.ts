@@ -17,6 +17,7 @@ export type { DescriptorFs, StdioSlot } from "./descriptors.js";
 export { closedStdio, DESCRIPTOR_MARGIN } from "./descriptors.js";
 export type { AspErrorCategory, AspErrorJSON, AspErrorOptions, ContractsErrorCode } from "./errors.js";
 export { AspError, ContractsError, isAspError } from "./errors.js";
+export { isGitName } from "./git-name.js";
 export type { HostOwnedField, HostOwnedFieldHit } from "./host-owned.js";
 export { findHostOwnedFields, HOST_OWNED_FIELDS } from "./host-owned.js";
 export type { DuplicateKey } from "./json-text.js";

@@ -13,6 +13,8 @@ import { AspError } from "@asp/contracts";
  *   than the root, so a rename could not be atomic. Nothing written.
  * - `ASP_STAGED_PENDING_JOURNAL`: the journal folder already holds an interrupted apply: run
  *   `recover` first. Nothing written.
+ * - `ASP_STAGED_PRECONDITION_FAILED`: a write's `before` (what the host judged the path to hold) is
+ *   not what the disk holds, when the plan is made or right before the commit point. Nothing published.
  * - `ASP_STAGED_JOURNAL_INVALID`: a journal is not one this plugin wrote for this root (bad
  *   shape, another root, a staging folder or path it would never name). Recovery does nothing.
  */
@@ -22,6 +24,7 @@ export type StagedErrorCode =
   | "ASP_STAGED_PATH_CONFLICT"
   | "ASP_STAGED_CROSS_DEVICE"
   | "ASP_STAGED_PENDING_JOURNAL"
+  | "ASP_STAGED_PRECONDITION_FAILED"
   | "ASP_STAGED_JOURNAL_INVALID";
 
 /** Thrown by `@asp/sandbox-staged-snapshot`; the data names paths, never file content. */

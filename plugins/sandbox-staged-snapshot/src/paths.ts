@@ -1,7 +1,8 @@
 // What a stage request may touch: relative paths that stay inside the root, lexically and on disk.
-import { realpathSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import type { StageRequest } from "@asp/contracts";
+import { isGitName, type StageRequest } from "@asp/contracts";
 import { StagedError } from "./errors.js";
 import { lstatOrNull } from "./fsx.js";
 
@@ -12,12 +13,17 @@ export interface PlannedWrite {
   readonly mode: number;
 }
 
+/** What a path must hold on disk before it is replaced: `{ digest, mode }`, or null (absent). */
+export type Expected = { readonly digest: string; readonly mode: string } | null;
+
 /** A checked stage request: the real root, its device, deletes and writes in path order. */
 export interface Plan {
   readonly root: string;
   readonly dev: number;
   readonly deletes: readonly string[];
   readonly writes: readonly PlannedWrite[];
+  /** Per path, what the request says it holds on disk now (paths without one are not checked). */
+  readonly expected: ReadonlyMap<string, Expected>;
 }
 
 const MODES: Readonly<Record<string, number>> = { "100644": 0o644, "100755": 0o755 };
@@ -25,7 +31,8 @@ const NEW_FILE_MODE = 0o644;
 
 /**
  * The segments of a repository-relative path, or a coded refusal: absolute, empty, `.`, `..`,
- * a NUL byte, or a `.git` segment in any case (the repository's own metadata is never a target).
+ * a NUL byte, or a segment git reads as `.git` at any depth (`isGitName` of `@asp/contracts`: a nested
+ * repository's hooks or config run on the next git command there).
  *
  * @throws StagedError `ASP_STAGED_PATH_ESCAPE` for any of those; `ASP_STAGED_BAD_REQUEST` when not a string.
  */
@@ -41,7 +48,7 @@ export function pathSegments(path: unknown): string[] {
   const segments = path.split("/");
   for (const s of segments) {
     if (s === "" || s === "." || s === "..") refuse("is not a normalized path inside the root");
-    if (s.toLowerCase() === ".git") refuse("names the repository's .git folder");
+    if (isGitName(s)) refuse("names a .git folder (as git or the filesystem folds the name)");
   }
   return segments;
 }
@@ -163,5 +170,63 @@ export function planStage(request: Pick<StageRequest, "root" | "writes">): Plan 
   const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   deletes.sort(byPath);
   writes.sort((a, b) => byPath(a.path, b.path));
-  return { root, dev, deletes, writes };
+  const plan = { root, dev, deletes, writes, expected: expectations(request.writes) };
+  assertExpected(plan);
+  return plan;
+}
+
+function expectations(writes: StageRequest["writes"]): Map<string, Expected> {
+  const out = new Map<string, Expected>();
+  for (const w of writes) {
+    const before = (w as { before?: unknown }).before;
+    if (before === undefined) continue;
+    const ok =
+      before === null ||
+      (typeof before === "object" &&
+        typeof (before as { digest?: unknown }).digest === "string" &&
+        typeof (before as { mode?: unknown }).mode === "string");
+    if (!ok) throw new StagedError("ASP_STAGED_BAD_REQUEST", `${w.path}: before must be { digest, mode } or null`);
+    out.set(w.path, before as Expected);
+  }
+  return out;
+}
+
+/** What `path` holds on disk, as a tree would say it (never following a link), or a description. */
+function onDisk(root: string, path: string): Expected | string {
+  const abs = join(root, path);
+  const st = lstatOrNull(abs);
+  if (st === null) return null;
+  if (st.isSymbolicLink()) return { digest: sha256(readlinkSync(abs, "buffer")), mode: "120000" };
+  if (!st.isFile()) return st.isDirectory() ? "a folder" : "not a regular file";
+  return { digest: sha256(readFileSync(abs)), mode: (st.mode & 0o100) !== 0 ? "100755" : "100644" };
+}
+
+const sha256 = (bytes: Uint8Array): string => `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+
+/**
+ * Check every path with an expectation against the disk (issue 32 hole 5): absent means absent on
+ * disk, a file means those bytes and that mode. Run when the plan is made and again right before
+ * the commit point, so nothing the host did not judge is replaced.
+ *
+ * @throws StagedError `ASP_STAGED_PRECONDITION_FAILED`: nothing published.
+ */
+export function assertExpected(plan: Pick<Plan, "root" | "expected">): void {
+  for (const [path, expected] of plan.expected) {
+    const actual = onDisk(plan.root, path);
+    const same =
+      actual === null
+        ? expected === null
+        : typeof actual !== "string" &&
+          expected !== null &&
+          actual.digest === expected.digest &&
+          actual.mode === expected.mode;
+    if (same) continue;
+    const what = (e: Expected | string) =>
+      e === null ? "absent" : typeof e === "string" ? e : `${e.digest} (${e.mode})`;
+    throw new StagedError(
+      "ASP_STAGED_PRECONDITION_FAILED",
+      `${path} is ${what(actual)} on disk, not ${what(expected)} as the request says`,
+      { data: { path } },
+    );
+  }
 }

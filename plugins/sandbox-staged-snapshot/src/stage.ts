@@ -16,7 +16,7 @@ import {
   stagingFor,
   writeJournal,
 } from "./journal.js";
-import { type Plan, planStage } from "./paths.js";
+import { assertExpected, type Plan, planStage } from "./paths.js";
 import { publishJournal, type StepReporter } from "./publish.js";
 
 class Aborted extends Error {}
@@ -95,7 +95,9 @@ const reason = (error: unknown): string =>
  * publishing continues, and what it cannot finish stays journalled for {@link recoverStaged}.
  *
  * @throws StagedError `ASP_STAGED_BAD_REQUEST`, `ASP_STAGED_PATH_ESCAPE`, `ASP_STAGED_PATH_CONFLICT`,
- *   `ASP_STAGED_CROSS_DEVICE`, `ASP_STAGED_PENDING_JOURNAL`: refused, nothing written.
+ *   `ASP_STAGED_CROSS_DEVICE`, `ASP_STAGED_PENDING_JOURNAL`, `ASP_STAGED_PRECONDITION_FAILED` (a
+ *   write's `before` is not what the disk holds, when planned or right before the commit point):
+ *   refused, nothing written.
  */
 export function stageRequest(request: StageRequest, report: StepReporter): StageResult {
   const plan = planStage(request);
@@ -129,9 +131,13 @@ export function stageRequest(request: StageRequest, report: StepReporter): Stage
       report("journal:prepared");
     }
     writeStaged(plan, journal, report, signal);
+    // Staging took time: the disk is checked against the request once more, last thing before the
+    // commit point (issue 32 hole 5), so a file that appeared meanwhile is never replaced.
+    assertExpected(plan);
   } catch (error) {
     if (error instanceof StagedError && error.code === "ASP_STAGED_PENDING_JOURNAL") throw error;
     rollBack(journal, journalDir);
+    if (error instanceof StagedError && error.code === "ASP_STAGED_PRECONDITION_FAILED") throw error;
     return {
       applied: false,
       guarantee: "staged_snapshot",

@@ -626,6 +626,8 @@ export class Applier {
       } catch (error) {
         receipt.guarantee = "none";
         receipt.failed = `the sandbox failed: ${(error as Error).message}`.slice(0, 4000);
+        // The sandbox's own re-check of the disk right before its commit point (issue 32 hole 5).
+        receipt.drifted = (error as { code?: unknown }).code === "ASP_STAGED_PRECONDITION_FAILED";
         await this.recover(repo);
       }
       return;

@@ -1,6 +1,6 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import { EDIT_OPERATIONS, type EditPlan, findHostOwnedFields, validate } from "@asp/contracts";
+import { EDIT_OPERATIONS, type EditPlan, findHostOwnedFields, isGitName, validate } from "@asp/contracts";
 import type { Digest, ObjectStore } from "@asp/evidence";
 import type { ContentView } from "../content.js";
 import type { ApplyRejectionCode } from "../errors.js";
@@ -94,24 +94,6 @@ export function pathEscape(path: unknown): string | null {
   if (git !== undefined) return `${JSON.stringify(path)} has a component git reads as .git (${JSON.stringify(git)})`;
   if (segments[0]?.normalize("NFKC").toLowerCase() === ".asp") return `${JSON.stringify(path)} is inside .asp/`;
   return null;
-}
-
-const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
-
-/**
- * True when git, or a filesystem it runs on, would take the path component `segment` for `.git`:
- * compared after NFKD compatibility folding (`．ｇｉｔ`), with the code points HFS+ ignores removed
- * (`.g\u200cit`), in lower case (`.GIT`), without the trailing dots and spaces NTFS drops (`.git. `),
- * and with the NTFS forms git refuses too: the 8.3 short name `git~1` and an alternate data stream
- * (`.git::$INDEX_ALLOCATION`).
- */
-export function isGitName(segment: string): boolean {
-  const folded = segment
-    .normalize("NFKD")
-    .replace(IGNORABLE, "")
-    .toLowerCase()
-    .replace(/[ .]+$/, "");
-  return folded === ".git" || folded === "git~1" || folded.startsWith(".git:");
 }
 
 /** The paths an operation touches (a rename touches both ends). */
