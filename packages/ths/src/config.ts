@@ -10,6 +10,7 @@ import {
 } from "@asp/contracts";
 import { checkEnvironmentSetting, type EnvironmentSetting } from "./environment.js";
 import { ThsError } from "./errors.js";
+import { checkPolicyRevision } from "./policy-file.js";
 
 /**
  * The trusted host configuration: where the store is, which policy and trust roots to use,
@@ -42,8 +43,10 @@ export interface HostConfig {
   /**
    * Repository-relative path of the repository's own policy file, assessed as a pending
    * candidate against the trusted policy when a change edits it (host §7). Never trusted itself.
+   * `null` (not set): only the trusted policy's own path is assessed (`candidatePolicyPaths`);
+   * `false`: no candidate policy is assessed at all.
    */
-  readonly candidatePolicy: string | null;
+  readonly candidatePolicy: string | false | null;
   /**
    * The dependency environment (host §9): roots snapshotted read-only next to every baseline and
    * served to providers, never part of the change. Default `{ roots: "auto" }`; `false`: none.
@@ -73,7 +76,11 @@ export interface HostConfig {
  * accepted; the change under evaluation (its working tree, its index, its new commits) never is.
  */
 export interface BaseRevisionPolicy {
-  /** A branch, tag or commit id (e.g. `main`, `HEAD~1`); pinned to a commit when read. */
+  /**
+   * A revision the change cannot write (threat model invariant 14): a full commit id pinned by the
+   * trusted side, or `refs/remotes/<remote>/<branch>` of a protected branch the operator fetched.
+   * `HEAD`-relative forms, local branches and tags are refused (`ASP_THS_POLICY_REVISION_UNTRUSTED`).
+   */
   readonly git: string;
   /** Repository-relative path of the policy file in that revision. */
   readonly path: string;
@@ -92,7 +99,8 @@ const PROVIDER_POINTER = /^\/providers\/(\d+)(?:\/|$)/;
  * schema (unknown keys refused, at any depth); relative paths resolve against `baseDir`.
  *
  * @throws ThsError `ASP_THS_BAD_CONFIG` (the file's own shape, with `data.errors`),
- *   `ASP_THS_BAD_MANIFEST` (only a provider manifest is invalid, or a provider is configured twice).
+ *   `ASP_THS_BAD_MANIFEST` (only a provider manifest is invalid, or a provider is configured twice),
+ *   `ASP_THS_POLICY_REVISION_UNTRUSTED` (a base-revision policy at a revision the change can write).
  */
 export function parseHostConfig(raw: unknown, baseDir: string, path = "host configuration"): HostConfig {
   const r = validate("host-config", raw);
@@ -120,12 +128,17 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
   }
   return {
     store: /^postgres(?:ql)?:\/\//i.test(obj.store) ? obj.store : at(obj.store),
-    policy: typeof obj.policy === "string" ? at(obj.policy) : { git: obj.policy.git, path: obj.policy.path },
+    // Threat model invariant 14: a base-revision policy names a revision the change cannot write.
+    policy:
+      typeof obj.policy === "string"
+        ? at(obj.policy)
+        : { git: checkPolicyRevision(obj.policy.git, path), path: obj.policy.path },
     trustRoots: (obj.trustRoots ?? []).map(at),
     plugins: (obj.plugins ?? []).map(at),
     providers,
     excludes: [...(obj.excludes ?? [])],
-    // A path inside the candidate repository: the schema keeps it relative, normalized, never escaping.
+    // A path inside the candidate repository: the schema keeps it relative, normalized, never
+    // escaping; `false` turns off the default (the trusted policy's own path, host §7).
     candidatePolicy: obj.candidatePolicy ?? null,
     environment: checkEnvironmentSetting(obj.environment, path),
     autoMode: obj.autoMode === undefined ? null : structuredClone(obj.autoMode),

@@ -14,7 +14,7 @@ export interface ServeHostOptions {
    */
   readonly repo?: string;
   /** The repository-relative path of its candidate policy file (host §7), passed to every apply. */
-  readonly candidatePolicyPath?: string;
+  readonly candidatePolicyPath?: string | readonly string[];
 }
 
 /**

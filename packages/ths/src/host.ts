@@ -70,11 +70,12 @@ export interface EvaluateOptions {
   /** Requirement-level failures found outside the providers (e.g. policy self-authorization, host §7). */
   readonly requirementFailures?: readonly RequirementFailure[];
   /**
-   * The repository-relative path of the repository's own (candidate) policy file. When the
-   * change edits it, the candidate is assessed against the active policy and any
+   * The repository-relative path (or paths) of the repository's own (candidate) policy file. When
+   * the change edits one, the candidate is assessed against the active policy and any
    * self-authorization attempt degrades coverage (host §7); it never decides this change.
+   * `candidatePolicyPaths(config)` derives them from trusted configuration.
    */
-  readonly candidatePolicyPath?: string;
+  readonly candidatePolicyPath?: string | readonly string[];
   /**
    * Evaluate a hypothetical change built in the object store instead of the worktree (host §6
    * step 3, mediated apply): the changeset is `before -> after` and the after-tree is `after`.

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { CALL_SITES, type CallSite } from "@asp/contracts";
-import { type ComposedHost, type HostConfig, serveHost } from "@asp/ths";
+import { type ComposedHost, candidatePolicyPaths, type HostConfig, serveHost } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -208,7 +208,7 @@ export function registerApply(program: Command, ctx: CliContext): void {
           proposalId,
           callSite: flags.callSite as CallSite,
           // host §7: an edit of the repository's own policy file never authorizes itself.
-          ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+          candidatePolicyPath: candidatePolicyPaths(config),
         }),
       );
       ctx.print(renderApply(result), result);
@@ -235,7 +235,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
       await withHost(ctx, "serve", flags, repo, async (host, config) => {
         const connection = serveHost(host, process.stdin, process.stdout, {
           repo,
-          ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+          candidatePolicyPath: candidatePolicyPaths(config),
         });
         await new Promise<void>((done) => {
           connection.onClose(() => done());

@@ -8,6 +8,7 @@ import {
   assertTrustedLocations,
   type ComposedHost,
   type ComposeHostOptions,
+  candidatePolicyPaths,
   composeHost,
   type HostConfig,
   listReceipts,
@@ -193,7 +194,7 @@ async function evaluate(ctx: CliContext, verb: string, callSite: CallSite, flags
       repo,
       ...(flags.base === undefined ? {} : { base: flags.base }),
       ...(callSite === "sweep" ? { wholeTree: true } : {}),
-      ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+      candidatePolicyPath: candidatePolicyPaths(config),
       onProgress: progressLine(ctx, verb),
     });
     // store.location: the folder, or a database URL with its password redacted.

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { isAspError } from "@asp/contracts";
 import type { FactInput, FactLog, Store } from "@asp/evidence";
-import { FACT_KINDS, type HostConfig } from "@asp/ths";
+import { candidatePolicyPaths, FACT_KINDS, type HostConfig } from "@asp/ths";
 import pg from "pg";
 import type PgBoss from "pg-boss";
 import { hostFromConfig, readHostConfig } from "../commands/host.js";
@@ -164,7 +164,7 @@ async function sweepJob(
       const { envelope } = await host.evaluate("sweep", {
         repo: job.repo,
         wholeTree: true,
-        ...(config.candidatePolicy === null ? {} : { candidatePolicyPath: config.candidatePolicy }),
+        candidatePolicyPath: candidatePolicyPaths(config),
       });
       return {
         outcome: "receipt",

@@ -100,12 +100,20 @@ const ConfigPath = Type.String({ minLength: 1, maxLength: 4096, pattern: "^[^\\u
 
 /**
  * Trusted policy read from a base revision of the repository being evaluated (its committed,
- * already-reviewed history), never from its working tree: `git` names the revision (a branch, tag
- * or commit id, pinned to a commit when read), `path` the policy file inside it.
+ * already-reviewed history), never from its working tree: `git` names the revision, `path` the
+ * policy file inside it. The schema checks the spelling only; the host accepts only a revision the
+ * change cannot write (a full commit id, or `refs/remotes/<remote>/<branch>`: threat model
+ * invariant 14) and refuses the rest with `ASP_THS_POLICY_REVISION_UNTRUSTED`.
  */
 const BaseRevisionPolicy = Type.Object(
   {
-    git: Type.String({ minLength: 1, maxLength: 256, pattern: "^(?!-)[A-Za-z0-9._/@{}^~-]+$" }),
+    git: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      pattern: "^(?!-)[A-Za-z0-9._/@{}^~-]+$",
+      description:
+        "a full commit id pinned by the trusted side, or refs/remotes/<remote>/<branch> of a protected branch; never HEAD-relative",
+    }),
     path: RelPath,
   },
   Closed,
@@ -122,7 +130,11 @@ export const HostConfigSchema = Type.Object(
     plugins: Type.Optional(Type.Array(ConfigPath, { maxItems: 1024 })),
     providers: Type.Optional(Type.Array(ProviderManifestSchema, { maxItems: 1024 })),
     excludes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 4096 })),
-    candidatePolicy: Type.Optional(RelPath),
+    /**
+     * The repository's own policy file, assessed as a pending candidate when a change edits it
+     * (host §7); the trusted policy's own path is assessed by default, `false` turns both off.
+     */
+    candidatePolicy: Type.Optional(Type.Union([RelPath, Type.Literal(false)])),
     /**
      * The PostgreSQL database of the job queue (`asp sweep --queue`, `asp worker`), used when
      * `store` is not itself a `postgres://` URL. Put no password in it: `pg` reads `PGPASSWORD`
