@@ -9,7 +9,7 @@
  * | 3 | `verificationFailed` | `receipts verify` found a broken hash chain or a receipt that does not match its envelope: the audit trail itself is in doubt, which is not a decision about any change |
  * | 64 | `usage` | bad usage or input (EX_USAGE): unknown option, invalid policy or configuration, no host configuration, trusted configuration inside the repository |
  * | 70 | `internal` | internal error (EX_SOFTWARE) |
- * | 74 | `storeDamaged` | the evidence store is damaged or could not be written (EX_IOERR): `ASP_EVIDENCE_STORE_CORRUPT` (its log does not reach the anchored head, a file is damaged or missing), `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_WRITE_FAILED` (disk full); nothing was decided or appended; `store check` found fatal damage. See docs/store.md |
+ * | 74 | `storeDamaged` | the evidence store is damaged or could not be written (EX_IOERR): `ASP_EVIDENCE_STORE_CORRUPT` (its log does not reach the anchored head, a file is damaged or missing), `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_WRITE_FAILED` (disk full); nothing was decided or appended; `store check` found fatal damage; `ASP_APPLY_JOURNAL_DAMAGED` (the staged-apply journal cannot be recovered: recorded, nothing decided; `asp edit discard-journal DIR` as printed). See docs/store.md |
  * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid), or a PostgreSQL store could not be reached (`ASP_PGSTORE_UNAVAILABLE`): try again |
  */
 export const EXIT = Object.freeze({
@@ -30,6 +30,8 @@ export const EXIT_OF_CODE: Readonly<Record<string, ExitCode>> = Object.freeze({
   ASP_EVIDENCE_CHAIN_BROKEN: EXIT.storeDamaged,
   ASP_EVIDENCE_INTEGRITY: EXIT.storeDamaged,
   ASP_EVIDENCE_WRITE_FAILED: EXIT.storeDamaged,
+  // The store's staged-apply journal folder (`<store>.journal`) cannot be recovered (issue 32 hole 12).
+  ASP_APPLY_JOURNAL_DAMAGED: EXIT.storeDamaged,
   ASP_EVIDENCE_STORE_LOCKED: EXIT.storeBusy,
   ASP_PGSTORE_UNAVAILABLE: EXIT.storeBusy,
 });

@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { digestPlugin } from "@asp/plugin-host";
 import { createStreamConnection } from "@asp/protocol";
 import { git } from "@asp/test-utils";
 import { describe, expect, it } from "vitest";
@@ -29,6 +31,18 @@ function propose(config: string, repo: string, args: unknown, intent = "replace"
     "--args",
     JSON.stringify(args),
   ]);
+}
+
+/** `asp serve --stdio` for `repo`, and a JSON-RPC connection to it. */
+function serve(config: string, repo: string) {
+  const child = spawn(process.execPath, [BIN, "serve", "--stdio", "--config", config, "--repo", repo], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const conn = createStreamConnection(child.stdout, child.stdin);
+  conn.listen();
+  return { child, conn };
 }
 
 describe("asp edit propose, then asp apply, on the example repository", () => {
@@ -99,13 +113,7 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
     expect(p.code, p.stderr).toBe(0);
     const proposalId = String(json(p.stdout).proposalId);
 
-    const child = spawn(process.execPath, [BIN, "serve", "--stdio", "--config", config, "--repo", repo], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    const conn = createStreamConnection(child.stdout, child.stdin);
-    conn.listen();
+    const { child, conn } = serve(config, repo);
     try {
       // A notification is not an apply intent.
       await conn.sendNotification("host/applyProposal", { proposalId });
@@ -134,5 +142,101 @@ describe("asp edit propose, then asp apply, on the example repository", () => {
       child.stdin.end();
       await new Promise((done) => child.once("exit", done));
     }
+  }, 300_000);
+});
+
+// Issue 32, the apply holes through the real CLI, the signed example plugins and a real git
+// repository: hole 5 (THREAT-MODEL inv. 6, 11), hole 6 (inv. 15) and hole 12 (inv. 5, 8).
+
+const keyFile = { path: "src/keys.ts", content: `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n` };
+
+describe("asp apply: the requester never chooses the call-site (issue 32 hole 6, THREAT-MODEL inv. 15)", () => {
+  it("issue 32 hole 6: asp apply --call-site interactive is refused, and a denied secret is never written", () => {
+    // Before the fix: `interactive` does not require the secrets check, so this APPLIED the key (exit 0).
+    const { repo, config } = exampleCopy();
+    const p = propose(config, repo, keyFile, "create");
+    expect(p.code, p.stderr).toBe(0);
+    const id = String(json(p.stdout).proposalId);
+    const a = runBinary(["apply", id, "--json", "--call-site", "interactive", "--config", config, "--repo", repo]);
+    expect(a.code).toBe(64);
+    expect(json(a.stdout)).toMatchObject({ error: { code: "ASP_CLI_USAGE" } });
+    expect(existsSync(join(repo, "src", "keys.ts"))).toBe(false);
+    // Without the flag, the gate decides: denied (exit 1), nothing written.
+    const g = runBinary(["apply", id, "--config", config, "--repo", repo]);
+    expect(g.code, g.stderr).toBe(1);
+    expect(git(repo, "status", "--porcelain")).toBe("");
+  }, 300_000);
+
+  it("issue 32 hole 6: host/applyProposal { callSite: interactive } is refused ASP_APPLY_CALL_SITE_REFUSED", async () => {
+    const { repo, config } = exampleCopy();
+    const p = propose(config, repo, keyFile, "create");
+    expect(p.code, p.stderr).toBe(0);
+    const proposalId = String(json(p.stdout).proposalId);
+    const { child, conn } = serve(config, repo);
+    try {
+      const refused = conn.sendRequest("host/applyProposal", { proposalId, callSite: "interactive" });
+      await expect(refused).rejects.toMatchObject({ data: { code: "ASP_APPLY_CALL_SITE_REFUSED" } });
+      expect(existsSync(join(repo, "src", "keys.ts"))).toBe(false);
+    } finally {
+      conn.dispose();
+      child.stdin.end();
+      await new Promise((done) => child.once("exit", done));
+    }
+  }, 300_000);
+});
+
+describe("asp apply writes only the judged tree (issue 32 hole 5, THREAT-MODEL inv. 6, 11)", () => {
+  it("issue 32 hole 5: create .env over an ignored, untracked .env is NOT APPLIED (ASP_APPLY_DISK_DRIFT), the real file kept", () => {
+    // Before the fix: APPLIED, the receipt said `before: absent` and the real .env was overwritten.
+    const { repo, config } = exampleCopy();
+    writeFileSync(join(repo, ".gitignore"), ".env\n");
+    git(repo, "add", ".gitignore");
+    git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "ignore .env");
+    writeFileSync(join(repo, ".env"), "SECRET=the-real-one\n");
+    const p = propose(config, repo, { path: ".env", content: "SECRET=overwritten\n" }, "create");
+    expect(p.code, p.stderr).toBe(0);
+    const a = runBinary(["apply", String(json(p.stdout).proposalId), "--json", "--config", config, "--repo", repo]);
+    expect(a.code, a.stderr).toBe(2);
+    expect(json(a.stdout)).toMatchObject({
+      receipt: { applied: false, baselineAfter: null, rejection: { code: "ASP_APPLY_DISK_DRIFT" } },
+    });
+    expect(readFileSync(join(repo, ".env"), "utf8")).toBe("SECRET=the-real-one\n");
+  }, 300_000);
+});
+
+describe("asp gate with a damaged staged-apply journal (issue 32 hole 12, THREAT-MODEL inv. 5, 8)", () => {
+  it("issue 32 hole 12: exit 74 with a recorded failure and a next step that runs as printed; then the gate runs", () => {
+    // Before the fix: `asp: ASP_STAGED_JOURNAL_INVALID`, exit 64, nothing recorded, every gate of the repository.
+    const { root, repo, config } = exampleCopy({ sandboxes: true });
+    // The staged-snapshot sandbox pinned as built now (the example policy's pins are re-made by the lead).
+    const policy = JSON.parse(readFileSync(join(REPO_ROOT, "examples", "asp.policy.json"), "utf8")) as {
+      plugins: Array<{ id: string; digest: string }>;
+    };
+    const staged = join(REPO_ROOT, "plugins", "sandbox-staged-snapshot", "dist", "plugin");
+    for (const p of policy.plugins) if (p.id === "asp.sandbox-staged-snapshot") p.digest = digestPlugin(staged).digest;
+    writeFileSync(join(root, "policy.json"), JSON.stringify(policy));
+    const host = JSON.parse(readFileSync(config, "utf8")) as Record<string, unknown>;
+    writeFileSync(config, JSON.stringify({ ...host, policy: join(root, "policy.json") }));
+
+    const journal = join(
+      `${join(root, "store")}.journal`,
+      createHash("sha256").update(realpathSync(repo)).digest("hex").slice(0, 16),
+    );
+    mkdirSync(journal, { recursive: true });
+    writeFileSync(join(journal, "asp-staged-journal.json"), Buffer.from('{"format": garbage\u0000\xff', "latin1"));
+
+    const gate = runBinary(["gate", "--config", config, "--repo", repo]);
+    expect(gate.code, gate.stderr).toBe(74);
+    expect(gate.stderr).toContain("ASP_APPLY_JOURNAL_DAMAGED");
+    const next = /run: (asp edit discard-journal \S+)/.exec(gate.stderr)?.[1];
+    expect(next).toBe(`asp edit discard-journal ${journal}`);
+    // (That the failure is recorded in the log as ths.apply-recovery-failed: packages/ths/test/apply-judged-tree.test.ts.)
+
+    // The next step runs as printed (after `asp`), and the gate then decides.
+    const discard = runBinary((next as string).split(" ").slice(1));
+    expect(discard.code, discard.stderr).toBe(0);
+    expect(existsSync(journal)).toBe(false);
+    const again = runBinary(["gate", "--config", config, "--repo", repo]);
+    expect(again.code, again.stderr).toBe(0);
   }, 300_000);
 });

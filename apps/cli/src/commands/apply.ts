@@ -1,6 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
-import { CALL_SITES, type CallSite } from "@asp/contracts";
+import { existsSync, lstatSync, readFileSync, renameSync } from "node:fs";
+import { basename, dirname, isAbsolute, resolve } from "node:path";
 import { type ComposedHost, candidatePolicyPaths, type HostConfig, serveHost } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
@@ -180,11 +179,49 @@ export function registerEdit(program: Command, ctx: CliContext): void {
         ctx.setExit(result.rejection === undefined || result.rejection === null ? EXIT.ok : EXIT.indeterminate);
       },
     );
+  edit
+    .command("discard-journal <dir>")
+    .description(
+      "put aside a staged-apply journal folder that cannot be recovered (ASP_APPLY_JOURNAL_DAMAGED names it); check the worktree first",
+    )
+    .action((dir: string) => {
+      const moved = discardJournal(dir);
+      ctx.print(
+        [
+          `moved the damaged journal ${inert(dir)} to ${inert(moved)}`,
+          "the next gate, check, propose or apply of the repository records any interrupted apply (ASP_APPLY_INTERRUPTED);",
+          "a half-published apply stays as it is on disk: compare the worktree with git status",
+        ].join("\n"),
+        { journalDir: dir, movedTo: moved },
+      );
+    });
+}
+
+/**
+ * Rename a repository's staged-apply journal folder aside (issue 32 hole 12): only a folder shaped
+ * like one the host creates (`<store>.journal/<16 hex>` or a host temp journal root), never a link.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` for anything else.
+ */
+function discardJournal(dir: string): string {
+  const parent = basename(dirname(dir));
+  const shaped =
+    isAbsolute(dir) &&
+    /^[0-9a-f]{16}$/.test(basename(dir)) &&
+    (parent.endsWith(".journal") || parent.startsWith("asp-apply-journal-"));
+  const st = shaped ? lstatSync(dir, { throwIfNoEntry: false }) : undefined;
+  if (st === undefined || !st.isDirectory()) {
+    throw new UsageError("ASP_CLI_BAD_INPUT", `${dir} is not a staged-apply journal folder the host created`, {
+      data: { path: dir },
+    });
+  }
+  const moved = `${dir}.damaged-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+  renameSync(dir, moved);
+  return moved;
 }
 
 /**
  * `asp apply PROPOSAL_ID`: the explicit apply intent (host §6): the host re-validates the recorded
- * plan, runs the call-site's required checks on the hypothetical after-state, and writes only on
+ * plan, runs the gate's required checks on the hypothetical after-state, and writes only on
  * allow, reporting the guarantee it enforced in a durable apply receipt.
  */
 export function registerApply(program: Command, ctx: CliContext): void {
@@ -193,20 +230,17 @@ export function registerApply(program: Command, ctx: CliContext): void {
     .description(
       "apply a recorded proposal after the required checks allow its after-state (exit 0 applied, 1 denied, 2 not applied otherwise)",
     )
-    .option("--call-site <site>", "the call-site whose required checks validate the after-state", "gate")
+    // THREAT-MODEL invariant 15: no --call-site. The gate's required checks validate every apply;
+    // the requester never chooses how strictly it is judged (an unknown option is a usage error).
     .option("--repo <dir>", "the repository", ".")
     .option("--config <path>", CONFIG_OPTION_HELP)
     .option("--wait <seconds>", WAIT_OPTION_HELP)
-    .action(async (proposalId: string, flags: { callSite: string; repo?: string; config?: string; wait?: string }) => {
-      if (!(CALL_SITES as readonly string[]).includes(flags.callSite)) {
-        throw new UsageError("ASP_CLI_USAGE", `--call-site must be one of ${CALL_SITES.join(", ")}`);
-      }
+    .action(async (proposalId: string, flags: { repo?: string; config?: string; wait?: string }) => {
       const repo = repoOf(ctx, flags.repo);
       const result = await withHost(ctx, "apply", flags, repo, (host, config) =>
         host.apply({
           repo,
           proposalId,
-          callSite: flags.callSite as CallSite,
           // host §7: an edit of the repository's own policy file never authorizes itself.
           candidatePolicyPath: candidatePolicyPaths(config),
         }),
