@@ -17,6 +17,10 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_THS_BAD_RECEIPT`: a stored audit or apply receipt does not validate, so the dogfood report
  *   refuses rather than skip it (`asp receipts verify` says more) (input).
  * - `ASP_THS_BAD_LABELS`: a dogfood labelled set is not an object of `"tp"` / `"fp"` labels (input).
+ * - `ASP_THS_BAD_BASELINE`: a dogfood baseline (parity, compatibility, release evidence) is not of
+ *   its shape (input).
+ * - `ASP_THS_DOGFOOD_BASELINE_MISSING`: a dogfood report was asked to name a reference engine
+ *   without every baseline host §9 requires of such a report (`data.missing`, `data.nextStep`) (input).
  * - `ASP_THS_UNTRUSTED_LOCATION`: a trusted input (host configuration, policy, trust root,
  *   plugin folder, store, provider executable, argument or cwd) lies inside the repository
  *   being evaluated, after resolving symlinks (input).
@@ -49,6 +53,8 @@ export type ThsErrorCode =
   | "ASP_THS_RECEIPT_NOT_FOUND"
   | "ASP_THS_BAD_LABELS"
   | "ASP_THS_BAD_RECEIPT"
+  | "ASP_THS_BAD_BASELINE"
+  | "ASP_THS_DOGFOOD_BASELINE_MISSING"
   | "ASP_THS_UNTRUSTED_LOCATION"
   | "ASP_THS_POLICY_REVISION_UNTRUSTED"
   | "ASP_THS_INTERNAL"
@@ -69,6 +75,8 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_RECEIPT_NOT_FOUND",
   "ASP_THS_BAD_LABELS",
   "ASP_THS_BAD_RECEIPT",
+  "ASP_THS_BAD_BASELINE",
+  "ASP_THS_DOGFOOD_BASELINE_MISSING",
   "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_POLICY_REVISION_UNTRUSTED",
   "ASP_THS_INTERNAL",

@@ -43,7 +43,7 @@ export type {
   RequirementFailure,
 } from "./decide.js";
 export { DEFAULT_FAIL_TABLE, decide, failCell, failTable, nextStepFor } from "./decide.js";
-export type { DogfoodLabel, DogfoodLabels, DogfoodReportOptions } from "./dogfood.js";
+export type { DogfoodBaselines, DogfoodLabel, DogfoodLabels, DogfoodReportOptions } from "./dogfood.js";
 export { dogfoodReport, parseDogfoodLabels } from "./dogfood.js";
 export type { ServedHost, ServeHostOptions } from "./endpoint.js";
 export { serveHost } from "./endpoint.js";

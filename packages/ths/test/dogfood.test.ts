@@ -1,9 +1,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ASSURANCE_MODES, validate } from "@asp/contracts";
-import { openStore } from "@asp/evidence";
-import { describe, expect, it } from "vitest";
+import { ASSURANCE_MODES, type DogfoodReport, validate } from "@asp/contracts";
+import { createMemoryStore, digest, openStore } from "@asp/evidence";
+import { beforeAll, describe, expect, it } from "vitest";
 import { HEALTH_FACT_KIND, type ProviderHealthRecord } from "../src/health.js";
 import { composeHost, dogfoodReport, FACT_KINDS, listReceipts, parseDogfoodLabels } from "../src/index.js";
 import { applyRepo, editManifest, replaceIntent } from "./apply-helpers.js";
@@ -189,5 +189,133 @@ describe("dogfood report (host §9)", () => {
     for (const bad of [[], null, "tp", { a: "yes" }, { "": "tp" }]) {
       expect(() => parseDogfoodLabels(bad)).toThrowWithCode("ASP_THS_BAD_LABELS");
     }
+  });
+});
+
+// issue 32 (clause audit, host §9): a report that names a reference engine must carry parity,
+// old-tool compatibility and release evidence; an empty section is said to be `not_measured`,
+// never left as an empty list that reads like "no differences".
+describe("dogfood report sections and families (issue 32 audit, host §9)", () => {
+  let dir: string;
+  beforeAll(async () => {
+    ({ dir } = await dogfoodStore());
+  });
+  const withStore = async <T>(run: (log: Awaited<ReturnType<typeof openStore>>["log"]) => Promise<T>): Promise<T> => {
+    const store = await openStore(dir);
+    try {
+      return await run(store.log);
+    } finally {
+      await store.close();
+    }
+  };
+  const NOW = new Date("2026-01-02T03:04:05.000Z");
+
+  it("H9.2 H9.11 H9.12 without baselines each section is not_measured and names the input it needs", async () => {
+    const report = await withStore((log) => dogfoodReport(log, { now: NOW }));
+    expect(validate("dogfood-report", report).ok).toBe(true);
+    for (const name of ["parity", "compatibility", "releaseEvidence"] as const) {
+      expect(report.sections[name].status).toBe("not_measured");
+      expect(report.sections[name].needs).toMatch(/baseline/);
+      expect(report.sections[name].baselines).toBeUndefined();
+    }
+    expect(report.sections.parity.needs).toContain("--parity-baseline");
+    expect(report.sections.compatibility.needs).toContain("--compat-baseline");
+    expect(report.sections.releaseEvidence.needs).toContain("--release-baseline");
+    expect(report.compatibility).toEqual([]);
+    expect(report.releaseEvidence).toEqual([]);
+    for (const c of report.capabilities) expect(c.parityDeltas).toEqual([]);
+    expect(report.referenceEngine).toBeUndefined();
+  });
+
+  it("H9.2 a reference-engine label without the baselines is refused (ASP_THS_DOGFOOD_BASELINE_MISSING)", async () => {
+    const lattice = { name: "lattice", version: "1.0.0" };
+    const err = await withStore((log) => dogfoodReport(log, { referenceEngine: lattice }).catch((e: unknown) => e));
+    expect(err).toMatchObject({
+      code: "ASP_THS_DOGFOOD_BASELINE_MISSING",
+      data: { missing: ["parity", "compatibility", "releaseEvidence"] },
+    });
+    // One missing baseline is enough to refuse.
+    const ours = await withStore((log) => dogfoodReport(log, { now: NOW }));
+    const partial = await withStore((log) =>
+      dogfoodReport(log, {
+        referenceEngine: lattice,
+        baselines: { parity: [ours], compatibility: { surfaces: [] } },
+      }).catch((e: unknown) => e),
+    );
+    expect(partial).toMatchObject({ code: "ASP_THS_DOGFOOD_BASELINE_MISSING", data: { missing: ["releaseEvidence"] } });
+  });
+
+  it("H9.2 H9.11 H9.12 with every baseline: parity deltas per family, declared surfaces, measured release evidence", async () => {
+    const ours = await withStore((log) => dogfoodReport(log, { now: NOW }));
+    const oursCheck = ours.capabilities.find((c) => c.family === "check");
+    // The predecessor's results over the same runs: two more false positives, a slower gate p95.
+    const rox: DogfoodReport = {
+      ...ours,
+      engine: { name: "rox", version: "3.1.0" },
+      capabilities: ours.capabilities.map((c) =>
+        c.family !== "check"
+          ? c
+          : {
+              ...c,
+              falsePositives: [...c.falsePositives, { ref: "rox-1", detail: "x" }, { ref: "rox-2", detail: "y" }],
+              latency: c.latency.map((l) => (l.callSite === "gate" ? { ...l, p95Ms: l.p95Ms + 100 } : l)),
+            },
+      ),
+    };
+    const surfaces = { surfaces: [{ surface: "check.typescript", status: "native_provider" }] };
+    const release = [{ kind: "secret-scan-report", digest: `sha256:${"e".repeat(64)}` }];
+    const report = await withStore((log) =>
+      dogfoodReport(log, {
+        now: NOW,
+        referenceEngine: { name: "lattice", version: "1.0.0" },
+        baselines: { parity: [rox], compatibility: surfaces, releaseEvidence: release },
+      }),
+    );
+    expect(validate("dogfood-report", report).ok).toBe(true);
+    expect(report.referenceEngine).toEqual({ name: "lattice", version: "1.0.0" });
+    expect(report.sections.parity).toEqual({
+      status: "measured",
+      baselines: [{ name: "rox", version: "3.1.0", digest: digest(rox) }],
+    });
+    const check = report.capabilities.find((c) => c.family === "check");
+    const delta = Object.fromEntries((check?.parityDeltas ?? []).map((d) => [d.metric, d]));
+    expect(delta.false_positives).toEqual({ baseline: "rox@3.1.0", metric: "false_positives", delta: -2 });
+    expect(delta["latency.gate.p95_ms"]?.delta).toBe(-100);
+    expect(delta.false_negatives?.delta).toBe(0);
+    expect(oursCheck?.latency.length).toBeGreaterThan(0);
+    // The inspect family is not served: no parity row pretends it was compared.
+    expect(report.capabilities.find((c) => c.family === "inspect")?.parityDeltas).toEqual([]);
+    expect(report.sections.compatibility).toEqual({ status: "declared", baselines: [{ digest: digest(surfaces) }] });
+    expect(report.compatibility).toEqual(surfaces.surfaces);
+    expect(report.sections.releaseEvidence).toEqual({ status: "measured", baselines: [{ digest: digest(release) }] });
+    expect(report.releaseEvidence).toEqual(release);
+  });
+
+  it("a baseline that is not of its shape is refused with ASP_THS_BAD_BASELINE", async () => {
+    const { log } = await createMemoryStore();
+    for (const baselines of [
+      { parity: [{ engine: "rox" }] },
+      { compatibility: { surfaces: [{ surface: "x", status: "fine" }] } },
+      { releaseEvidence: [{ kind: "scan", digest: "md5:1" }] },
+    ]) {
+      await expect(dogfoodReport(log, { baselines })).rejects.toThrowWithCode("ASP_THS_BAD_BASELINE");
+    }
+  });
+
+  it("H9.4 H9.13 latency per family: check measured, edit not recorded, inspect not served (said, never empty)", async () => {
+    const report = await withStore((log) => dogfoodReport(log, { now: NOW }));
+    const fam = Object.fromEntries(report.capabilities.map((c) => [c.family, c]));
+    expect(fam.check).toMatchObject({ routing: "served", latencyStatus: "measured" });
+    expect(fam.edit).toMatchObject({ routing: "served", latencyStatus: "not_recorded", latency: [] });
+    expect(fam.edit?.latencyNote).toMatch(/no duration/);
+    expect(fam.inspect).toMatchObject({ routing: "not_served", latencyStatus: "not_served", latency: [] });
+    expect(fam.inspect?.latencyNote).toMatch(/routes no inspect/);
+    // An empty window: no runs, still per family.
+    const empty = await dogfoodReport((await createMemoryStore()).log, { now: NOW });
+    expect(empty.capabilities.map((c) => [c.family, c.latencyStatus])).toEqual([
+      ["inspect", "not_served"],
+      ["check", "no_runs"],
+      ["edit", "no_runs"],
+    ]);
   });
 });

@@ -413,6 +413,23 @@ const FailPolicyRow = Type.Object(
   Closed,
 );
 
+/**
+ * A conformance result the operator ran (`asp conformance --json`) and pinned next to a provider
+ * (host §1 "Authority axes"): the suite, pass or fail, the digest of the provider it ran against
+ * (`subjectDigest`) and the report's own digest. Evidence only: the `conformance` axis reads
+ * `verified` only when `subjectDigest` equals the digest the host measured for the provider that
+ * ran; it never grants authority, and nothing a provider says sets it.
+ */
+const ConformancePin = Type.Object(
+  {
+    result: StringEnum(["pass", "fail"]),
+    suite: Type.String({ pattern: "^asp\\.conformance/[0-9]+$", maxLength: 64 }),
+    subjectDigest: Digest,
+    digest: Digest,
+  },
+  Closed,
+);
+
 /** Trusted policy document (host §1, §2, §7; DESIGN §4). */
 export const PolicySchema = Type.Object(
   {
@@ -430,7 +447,9 @@ export const PolicySchema = Type.Object(
         Closed,
       ),
     ),
-    providers: Type.Array(Type.Object({ id: Id, version: SemVer, digest: Digest }, Closed)),
+    providers: Type.Array(
+      Type.Object({ id: Id, version: SemVer, digest: Digest, conformance: Type.Optional(ConformancePin) }, Closed),
+    ),
     grants: Type.Array(
       Type.Object(
         {
@@ -582,17 +601,50 @@ export type HostStatus = Static<typeof HostStatusSchema>;
 const Count = Type.Integer({ minimum: 0 });
 const Sample = Type.Object({ ref: Id, detail: Type.String({ maxLength: 4000 }) }, Closed);
 
+/**
+ * Whether a section of the dogfood report that needs outside input was built (host §9):
+ * `measured` (computed by the host from the baseline named here), `declared` (the operator's
+ * statement, copied and bound by digest), or `not_measured` (empty, and `needs` says what input
+ * would fill it). An empty section is never a silent "nothing to report". `baselines` names each
+ * input by digest (and the tool it came from, when it says).
+ */
+const DogfoodSection = Type.Object(
+  {
+    status: StringEnum(["measured", "declared", "not_measured"]),
+    needs: Type.Optional(Type.String({ maxLength: 2000 })),
+    baselines: Type.Optional(
+      Type.Array(Type.Object({ name: Type.Optional(Id), version: Type.Optional(SemVer), digest: Digest }, Closed), {
+        minItems: 1,
+        maxItems: 64,
+      }),
+    ),
+  },
+  Closed,
+);
+
 /** Dogfood report (host §9): per-capability evidence, never one pass/fail label. */
 export const DogfoodReportSchema = Type.Object(
   {
     $$type: Brand("DogfoodReport"),
-    version: Type.Literal(1),
+    version: Type.Literal(2),
+    /** The host toolkit that built the report. */
     engine: Type.Object({ name: Id, version: SemVer }, Closed),
+    /** The reference engine or server the receipts dogfood, when one is named (host §9). */
+    referenceEngine: Type.Optional(Type.Object({ name: Id, version: SemVer }, Closed)),
     generatedAt: Timestamp,
+    sections: Type.Object(
+      { parity: DogfoodSection, compatibility: DogfoodSection, releaseEvidence: DogfoodSection },
+      Closed,
+    ),
     capabilities: Type.Array(
       Type.Object(
         {
           family: CapabilityFamilyT,
+          // Whether this host routes the family's requests at all: `not_served` is said, never left empty.
+          routing: StringEnum(["served", "not_served"]),
+          // Where the family's latency comes from: `not_recorded` when its receipts carry no timing.
+          latencyStatus: StringEnum(["measured", "no_runs", "not_recorded", "not_served"]),
+          latencyNote: Type.Optional(Type.String({ maxLength: 2000 })),
           parityDeltas: Type.Array(Type.Object({ baseline: Id, metric: Id, delta: Type.Number() }, Closed)),
           falsePositives: Type.Array(Sample),
           falseNegatives: Type.Array(Sample),
