@@ -123,3 +123,37 @@ export function pluginGrant(
   if (capability !== undefined && !entry.capabilities.includes(capability)) return null;
   return Object.freeze({ id: entry.id, digest: entry.digest, capabilities: Object.freeze([...entry.capabilities]) });
 }
+
+/** The state of the `conformance` authority axis: the contracts `AxisState` values it can take. */
+export type ConformanceAxis = "verified" | "unverified" | "failed";
+
+/**
+ * The `conformance` authority axis of `provider` (host §1 "Authority axes"; issue 32): what the
+ * conformance result the operator pinned next to its `providers[]` entry says, and only when that
+ * result was run against the digest of the provider that ran. `verified` for a `pass`, `failed`
+ * for a `fail`, both only when (1) a `providers[]` entry pins exactly `provider`'s id + version +
+ * digest, (2) its `conformance.subjectDigest` equals that digest, and (3) the host measured the
+ * running provider to be that digest (`measured.integrity` is `verified`). Anything else is
+ * `unverified`: labels and evidence (a provider's own claim of conformance) are ignored on
+ * purpose, and the axis never grants authority (that is {@link authorityFor}'s alone).
+ *
+ * @throws PolicyError `ASP_POLICY_NOT_ACTIVE` when `policy` is not an {@link ActivePolicy}.
+ * @example
+ * ```ts
+ * conformanceOf(policy, { id, version, digest }, { integrity: "verified" }); // "verified" | "unverified" | "failed"
+ * ```
+ */
+export function conformanceOf(
+  policy: ActivePolicy,
+  provider: ProviderClaim,
+  measured: { readonly integrity: string },
+): ConformanceAxis {
+  const doc = requireActive(policy, "policy").document;
+  const pin: ProviderPin = { id: provider.id, version: provider.version, digest: provider.digest };
+  const entry = doc.providers.find((p) => samePin(p, pin));
+  const result = entry?.conformance;
+  if (result === undefined || measured.integrity !== "verified" || result.subjectDigest !== pin.digest) {
+    return "unverified";
+  }
+  return result.result === "pass" ? "verified" : "failed";
+}

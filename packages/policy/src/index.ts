@@ -16,8 +16,15 @@
  * @packageDocumentation
  */
 
-export type { AuthorityGrant, PluginClaim, PluginGrant, ProviderClaim, ProviderPin } from "./authority.js";
-export { authorityFor, grantsFor, pluginGrant } from "./authority.js";
+export type {
+  AuthorityGrant,
+  ConformanceAxis,
+  PluginClaim,
+  PluginGrant,
+  ProviderClaim,
+  ProviderPin,
+} from "./authority.js";
+export { authorityFor, conformanceOf, grantsFor, pluginGrant } from "./authority.js";
 export type {
   BasePolicyAuthority,
   BasePolicyAuthorityOptions,

@@ -2,6 +2,7 @@ import type { AssuranceMode, AxisState, CallSite, CapabilityFamily, DecisionEnve
 import {
   type ActivePolicy,
   assuranceSatisfies,
+  conformanceOf,
   grantsFor,
   effectiveSeverity as policyEffectiveSeverity,
   requiredAssurance as policyRequiredAssurance,
@@ -95,7 +96,8 @@ export function achievedAssurance(
 /**
  * Evidence on the five authority axes (host §1 "Authority axes"). `identity` and `integrity`
  * are measured facts (a verified signature, a measured digest equal to the pin), never what the
- * provider said about itself at `initialize`.
+ * provider said about itself at `initialize`; `conformance` is the result trusted policy pins for
+ * that digest (`conformanceOf`), counted only when integrity is verified.
  */
 export function authorityEvidence(
   policy: ActivePolicy,
@@ -114,7 +116,8 @@ export function authorityEvidence(
     providerDigest: pin.digest,
     identity: facts.identity,
     integrity: facts.integrity,
-    conformance: "unverified",
+    // issue 32: the operator's pinned conformance result, bound to the measured digest; never the provider's word.
+    conformance: conformanceOf(policy, pin, { integrity: facts.integrity }),
     isolation: facts.isolated ? "verified" : "unverified",
     authorityGrant: grantAxis,
     grants: grants.map((g) => ({ requirement: g.requirement, callSite: g.callSite })),
