@@ -246,7 +246,9 @@ function parityDeltas(ours: FamilyRow, baselines: readonly DogfoodReport[]): Fam
     const other = figures(theirs);
     return [...mine.entries()].flatMap(([metric, value]) => {
       const t = other.get(metric);
-      return t === undefined ? [] : [{ baseline: `${who.name}@${who.version}`, metric, delta: value - t }];
+      if (t === undefined) return [];
+      // Rounded to a microsecond of latency: float noise is no parity difference.
+      return [{ baseline: `${who.name}@${who.version}`, metric, delta: Math.round((value - t) * 1000) / 1000 }];
     });
   });
 }
