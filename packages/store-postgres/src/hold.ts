@@ -28,9 +28,9 @@ export async function holdKeys(
   schema: string,
   hold: HoldOptions,
   location: string,
-  secret: string | undefined,
+  secrets: readonly string[],
 ): Promise<() => Promise<void>> {
-  const client = await connectClient(config, location, secret);
+  const client = await connectClient(config, location, secrets);
   const release = (): Promise<void> => client.end().catch(() => {});
   const timeoutMs = hold.waitMs ?? 30_000;
   const started = Date.now();
@@ -66,7 +66,7 @@ export async function holdKeys(
   } catch (error) {
     await release();
     if (error instanceof EvidenceError) throw error;
-    throw unavailable(error, location, secret);
+    throw unavailable(error, location, secrets);
   }
   return release;
 }

@@ -9,7 +9,7 @@
  */
 
 export type { PgConnectionOptions } from "./connection.js";
-export { isPostgresUrl, redactUrl } from "./connection.js";
+export { isPostgresUrl, redactStoreLocation } from "./connection.js";
 export type { PgStoreErrorCode } from "./errors.js";
 export { PGSTORE_ERROR_CODES, PgStoreError } from "./errors.js";
 export type { HoldOptions } from "./hold.js";

@@ -10,7 +10,7 @@ export interface KvContext {
   readonly schema: string;
   /** The redacted URL. */
   readonly location: string;
-  readonly secret: string | undefined;
+  readonly secrets: readonly string[];
   readonly isClosed: () => boolean;
 }
 
@@ -50,7 +50,7 @@ export function createPgKv(ctx: KvContext, q: Queryable, tx: <T>(fn: (q: Queryab
     } catch (error) {
       if (ctx.isClosed()) throw closed(ctx.location);
       if (isAspError(error)) throw error;
-      throw unavailable(error, ctx.location, ctx.secret);
+      throw unavailable(error, ctx.location, ctx.secrets);
     }
   };
   async function* page(space: KvSpace, range: KvRange, withValues: boolean): AsyncGenerator<[string, Uint8Array]> {
@@ -169,7 +169,7 @@ export function createPgShared(ctx: KvContext, pool: pg.Pool): { kv: Kv; shared:
       client = await pool.connect();
     } catch (error) {
       if (ctx.isClosed()) throw closed(ctx.location);
-      throw unavailable(error, ctx.location, ctx.secret);
+      throw unavailable(error, ctx.location, ctx.secrets);
     }
     let broken: Error | undefined;
     // A checked-out connection the server drops emits 'error' (the pool handles idle ones only):
@@ -195,7 +195,7 @@ export function createPgShared(ctx: KvContext, pool: pg.Pool): { kv: Kv; shared:
       }
       if (isAspError(error)) throw error;
       if (ctx.isClosed()) throw closed(ctx.location);
-      throw unavailable(error, ctx.location, ctx.secret);
+      throw unavailable(error, ctx.location, ctx.secrets);
     } finally {
       client.off("error", onError);
       // A connection that broke or could not roll back is dropped, never reused.

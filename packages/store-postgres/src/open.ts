@@ -8,7 +8,7 @@ import {
   type StoreOptions,
 } from "@asp/evidence";
 import pg from "pg";
-import { type PgConnectionOptions, poolConfig, redactUrl, unavailable } from "./connection.js";
+import { type PgConnectionOptions, poolConfig, redactStoreLocation, unavailable } from "./connection.js";
 import { PgStoreError } from "./errors.js";
 import { type HoldOptions, holdKeys } from "./hold.js";
 import { createPgShared } from "./kv.js";
@@ -38,7 +38,7 @@ const systemClock: Clock = { now: () => new Date() };
  * `synchronous_commit = on`: N processes make one chain, with no fork, gap or duplicated seq.
  *
  * Credentials come from the URL, `passwordFile`, or `PGPASSWORD` / `PG*` variables; they are
- * never echoed (`store.location` and every error carry the URL with its password redacted).
+ * never echoed (`store.location` and every error carry the URL through {@link redactStoreLocation}).
  * The schema is never created or upgraded here: run {@link migrateStore} (`asp store migrate`).
  *
  * @throws EvidenceError `ASP_EVIDENCE_STORE_LOCKED` (a `hold` key held elsewhere past `waitMs`).
@@ -55,8 +55,8 @@ const systemClock: Clock = { now: () => new Date() };
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
   const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
-  const { config, secret } = poolConfig(url, options);
-  const location = redactUrl(url);
+  const { config, secrets } = poolConfig(url, options);
+  const location = redactStoreLocation(url);
   const pool = new pg.Pool(config);
   // An idle connection dropped by a server restart must not crash the process: the next query
   // on a fresh connection reports it.
@@ -77,10 +77,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await assertSchemaCurrent(pool, schema, location);
     } catch (error) {
       if (error instanceof PgStoreError) throw error;
-      throw unavailable(error, location, secret);
+      throw unavailable(error, location, secrets);
     }
-    if (options.hold !== undefined) unhold = await holdKeys(config, schema, options.hold, location, secret);
-    const ctx = { schema, location, secret, isClosed: () => closed };
+    if (options.hold !== undefined) unhold = await holdKeys(config, schema, options.hold, location, secrets);
+    const ctx = { schema, location, secrets, isClosed: () => closed };
     const { kv, shared } = createPgShared(ctx, pool);
     const id = await storeId(await kv.get("meta", "format"), location);
     const hasher = options.hasher ?? defaultHasher();

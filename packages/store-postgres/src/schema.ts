@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { canonicalize } from "@asp/evidence";
 import type pg from "pg";
-import { connectClient, type PgConnectionOptions, poolConfig, redactUrl, unavailable } from "./connection.js";
+import { connectClient, type PgConnectionOptions, poolConfig, redactStoreLocation, unavailable } from "./connection.js";
 import { PgStoreError } from "./errors.js";
 
 /** The PostgreSQL schema (namespace) a store lives in unless told otherwise. */
@@ -94,9 +94,9 @@ const MIGRATE_LOCK = 0x41535045; // "ASPE": one migrator at a time per database
  */
 export async function migrateStore(url: string, options: MigrateOptions = {}): Promise<MigrateResult> {
   const schema = checkSchemaName(options.schema ?? DEFAULT_SCHEMA);
-  const { config, secret } = poolConfig(url, options);
-  const location = redactUrl(url);
-  const client = await connectClient(config, location, secret);
+  const { config, secrets } = poolConfig(url, options);
+  const location = redactStoreLocation(url);
+  const client = await connectClient(config, location, secrets);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATE_LOCK]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -125,7 +125,7 @@ export async function migrateStore(url: string, options: MigrateOptions = {}): P
     return { from, to: Math.max(from, SCHEMA_VERSION), applied };
   } catch (error) {
     if (error instanceof PgStoreError) throw error;
-    throw unavailable(error, location, secret);
+    throw unavailable(error, location, secrets);
   } finally {
     await client.end().catch(() => {});
   }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createMemoryStore, type FactInput, openStore, type Store } from "@asp/evidence";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { poolConfig } from "../src/connection.js";
-import { migrateStore, openPostgresStore, redactUrl, SCHEMA_VERSION } from "../src/index.js";
+import { migrateStore, openPostgresStore, redactStoreLocation, SCHEMA_VERSION } from "../src/index.js";
 import { createDatabase, migratedDatabase, sql, useCluster, withDatabase } from "./helpers.js";
 
 const cluster = useCluster();
@@ -87,7 +87,7 @@ describe("openPostgresStore", () => {
       const e4 = await openPostgresStore(`mysql://u:${SECRET}@h/db`).catch((e: unknown) => e);
       expect(e4).toMatchObject({ code: "ASP_PGSTORE_BAD_URL" });
       expect(leaks(e4)).toBe(false);
-      expect(redactUrl(withPassword(url, SECRET))).not.toContain(SECRET);
+      expect(redactStoreLocation(withPassword(url, SECRET))).not.toContain(SECRET);
     });
 
     it("takes the password from passwordFile when the URL has none, and names a missing file by code", () => {

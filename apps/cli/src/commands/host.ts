@@ -4,6 +4,7 @@ import type { CallSite, DecisionEnvelope } from "@asp/contracts";
 import { createMemoryStore, type FactLog, type FactLogHead, formatHead, parseHead, type Store } from "@asp/evidence";
 import { type ActivePolicy, loadPolicy } from "@asp/policy";
 import { createGitPolicySource } from "@asp/policy/node";
+import { redactStoreLocation } from "@asp/store-postgres";
 import {
   assertTrustedLocations,
   type ComposedHost,
@@ -151,7 +152,7 @@ export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): s
   lines.push(
     envelope.receipt === undefined
       ? "receipt  -"
-      : `receipt  ${t(envelope.receipt.id)} stored in ${t(storeDir ?? envelope.receipt.location)} (asp receipts show ${t(envelope.receipt.id)})`,
+      : `receipt  ${t(envelope.receipt.id)} stored in ${t(redactStoreLocation(storeDir ?? envelope.receipt.location))} (asp receipts show ${t(envelope.receipt.id)})`,
   );
   return lines.join("\n");
 }

@@ -1,8 +1,9 @@
 import { resolve } from "node:path";
+import { redactStoreLocation } from "@asp/store-postgres";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
-import { closeQueue, migrateQueue, openQueue, queueUrl, redactUrl } from "../queue/boss.js";
+import { closeQueue, migrateQueue, openQueue, queueUrl } from "../queue/boss.js";
 import { enqueueSweeps } from "../queue/enqueue.js";
 import { readReposFile } from "../queue/jobs.js";
 import { runWorker, type WorkerMode } from "../queue/worker.js";
@@ -27,7 +28,7 @@ export async function enqueueCommand(ctx: CliContext, file: string, configFlag: 
   const boss = await openQueue(url);
   try {
     const r = await enqueueSweeps(boss, url, jobs);
-    ctx.print(`enqueued ${r.enqueued}, duplicate ${r.duplicate} (queue ${redactUrl(url)})`, r);
+    ctx.print(`enqueued ${r.enqueued}, duplicate ${r.duplicate} (queue ${redactStoreLocation(url)})`, r);
   } finally {
     await closeQueue(boss);
   }
@@ -92,7 +93,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
           expireSeconds: positiveInt(flags.expire, "--expire", 86_399),
         });
         ctx.print(
-          `queue schema version ${r.schemaVersion} installed in ${redactUrl(url)}; queue ${r.queue} ${r.created ? "created" : "updated"} (max attempts ${r.policy.maxAttempts}, retry delay ${r.policy.retryDelaySeconds} s, expire ${r.policy.expireSeconds} s)`,
+          `queue schema version ${r.schemaVersion} installed in ${redactStoreLocation(url)}; queue ${r.queue} ${r.created ? "created" : "updated"} (max attempts ${r.policy.maxAttempts}, retry delay ${r.policy.retryDelaySeconds} s, expire ${r.policy.expireSeconds} s)`,
           r,
         );
         return;

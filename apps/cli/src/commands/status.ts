@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type HostStatus, isAspError, SCHEMA_NAMES } from "@asp/contracts";
 import type { ActivePolicy } from "@asp/policy";
-import { isPostgresUrl, redactUrl } from "@asp/store-postgres";
+import { isPostgresUrl, redactStoreLocation } from "@asp/store-postgres";
 import { HOST_INFO, type HostConfig, loadPolicy, type ProviderSet, readHealthStatus, THS_TOKENS } from "@asp/ths";
 import type { Command } from "commander";
 import { type CliContext, cliVersion } from "../context.js";
@@ -124,7 +124,11 @@ export function registerStatus(program: Command, ctx: CliContext): void {
       "show the toolkit version, schemas, trusted policy, store and per-provider health (never launches a provider)",
     )
     .option("--policy <path>", "trusted policy file to validate when there is no host configuration", "asp.policy.json")
-    .option("--store <path>", "durable store directory when there is no host configuration", ".asp")
+    .option(
+      "--store <path>",
+      "durable store directory (or postgres:// URL) when there is no host configuration",
+      ".asp",
+    )
     .option("--config <path>", `${CONFIG_OPTION_HELP}: show per-provider health from the store when one is found`)
     .action(async (options: { policy: string; store: string; config?: string }) => {
       const configPath = findHostConfig(ctx, options.config)?.path ?? null;
@@ -133,7 +137,8 @@ export function registerStatus(program: Command, ctx: CliContext): void {
       const configured = config?.policy ?? resolve(ctx.io.cwd, options.policy);
       const policyPath =
         typeof configured === "string" ? configured : `git ${configured.git}:${configured.path} (of ${ctx.io.cwd})`;
-      const storePath = config?.store ?? resolve(ctx.io.cwd, options.store);
+      const storePath =
+        config?.store ?? (isPostgresUrl(options.store) ? options.store : resolve(ctx.io.cwd, options.store));
       const policy =
         typeof configured !== "string" || existsSync(configured)
           ? await readPolicy(policyPath, () => (config === null ? policyPath : trustedPolicy(config, ctx.io.cwd)))
@@ -156,10 +161,8 @@ export function registerStatus(program: Command, ctx: CliContext): void {
         cli: { version: cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}` },
         contracts: { schemas: SCHEMA_NAMES.length },
         policy,
-        // A database store is shown with its password redacted; it exists once migrated.
-        store: isPostgresUrl(storePath)
-          ? { path: redactUrl(storePath), exists: true }
-          : { path: storePath, exists: existsSync(storePath) },
+        // A database store is shown with its credentials redacted; it exists once migrated.
+        store: { path: redactStoreLocation(storePath), exists: isPostgresUrl(storePath) || existsSync(storePath) },
         host,
       };
       const lines = [

@@ -13,7 +13,7 @@ import {
   salvageStore,
   type WaitProgress,
 } from "@asp/evidence";
-import { isPostgresUrl, migrateStore, openPostgresStore, redactUrl } from "@asp/store-postgres";
+import { isPostgresUrl, migrateStore, openPostgresStore, redactStoreLocation } from "@asp/store-postgres";
 import { trustedBaseKey } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
@@ -56,7 +56,7 @@ export function openForWriting(
   waitMs: number,
   repo?: string,
 ): Promise<Store> {
-  const shown = isPostgresUrl(dir) ? redactUrl(dir) : dir;
+  const shown = redactStoreLocation(dir);
   const onWait = (p: WaitProgress): void =>
     ctx.io.stderr(
       `asp ${verb}: waiting for the evidence store at ${inert(shown)}, held by ${p.pid === null ? "another process" : `process ${p.pid}`} (${Math.floor(p.waitedMs / 1000)} s of ${Math.round(p.timeoutMs / 1000)} s)…\n`,
@@ -136,7 +136,7 @@ function storeDir(ctx: CliContext, flags: StoreFlags, verb: string): string {
   if (isPostgresUrl(target)) {
     throw new UsageError(
       "ASP_CLI_USAGE",
-      `asp store ${verb} works on a level store folder; ${redactUrl(target)} is a PostgreSQL store: use asp receipts verify to walk its chain and pg_dump to back it up (docs/scale-out.md)`,
+      `asp store ${verb} works on a level store folder; ${redactStoreLocation(target)} is a PostgreSQL store: use asp receipts verify to walk its chain and pg_dump to back it up (docs/scale-out.md)`,
     );
   }
   return target;
@@ -210,7 +210,7 @@ export function registerStore(program: Command, ctx: CliContext): void {
       );
     }
     const result = await migrateStore(target);
-    const shown = redactUrl(target);
+    const shown = redactStoreLocation(target);
     ctx.print(
       result.applied.length === 0
         ? `store ${inert(shown)}: schema version ${result.to}, up to date`

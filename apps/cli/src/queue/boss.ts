@@ -1,3 +1,4 @@
+import { redactStoreLocation } from "@asp/store-postgres";
 import type { HostConfig } from "@asp/ths";
 import PgBoss from "pg-boss";
 import { UsageError } from "../errors.js";
@@ -17,16 +18,6 @@ export function queueUrl(config: Pick<HostConfig, "store" | "queue">): string {
     "ASP_CLI_QUEUE_NO_DATABASE",
     'the host configuration names no queue database: give it "store": "postgres://…" or "queue": "postgres://…"',
   );
-}
-
-/** A URL fit to print: host, port and database only (never a user name or password). */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return "postgres://(unparsable URL)";
-  }
 }
 
 /** The retry and expiry settings `asp worker --migrate` stores on the sweep queue. */
@@ -50,8 +41,8 @@ export interface OpenQueueOptions {
 function unavailable(url: string, cause: unknown): UsageError {
   return new UsageError(
     "ASP_CLI_QUEUE_UNAVAILABLE",
-    `the queue database ${redactUrl(url)} is unavailable: ${(cause as Error)?.message ?? String(cause)}`,
-    { cause, category: "internal", data: { url: redactUrl(url) } },
+    `the queue database ${redactStoreLocation(url)} is unavailable: ${(cause as Error)?.message ?? String(cause)}`,
+    { cause, category: "internal", data: { url: redactStoreLocation(url) } },
   );
 }
 
@@ -87,8 +78,8 @@ export async function openQueue(url: string, options: OpenQueueOptions = {}): Pr
     if (/not installed|requires migrations/.test(message)) {
       throw new UsageError(
         "ASP_CLI_QUEUE_NOT_MIGRATED",
-        `the queue schema in ${redactUrl(url)} is ${message.includes("migrations") ? "out of date" : "not installed"}: run asp worker --migrate`,
-        { cause, data: { url: redactUrl(url) } },
+        `the queue schema in ${redactStoreLocation(url)} is ${message.includes("migrations") ? "out of date" : "not installed"}: run asp worker --migrate`,
+        { cause, data: { url: redactStoreLocation(url) } },
       );
     }
     throw unavailable(url, cause);
@@ -104,8 +95,8 @@ export async function openQueue(url: string, options: OpenQueueOptions = {}): Pr
     await closeQueue(boss);
     throw new UsageError(
       "ASP_CLI_QUEUE_NOT_MIGRATED",
-      `the queue ${SWEEP_QUEUE} does not exist in ${redactUrl(url)}: run asp worker --migrate`,
-      { data: { url: redactUrl(url) } },
+      `the queue ${SWEEP_QUEUE} does not exist in ${redactStoreLocation(url)}: run asp worker --migrate`,
+      { data: { url: redactStoreLocation(url) } },
     );
   }
   return boss;

@@ -1,6 +1,6 @@
+import { redactStoreLocation } from "@asp/store-postgres";
 import type PgBoss from "pg-boss";
 import { UsageError } from "../errors.js";
-import { redactUrl } from "./boss.js";
 import { jobId, SWEEP_QUEUE, type SweepJob } from "./jobs.js";
 
 /** One repository's line in {@link EnqueueResult}. */
@@ -35,7 +35,7 @@ export async function enqueueSweeps(boss: PgBoss, url: string, jobs: readonly Sw
       throw new UsageError("ASP_CLI_QUEUE_UNAVAILABLE", `enqueueing failed after ${out.length} job(s)`, {
         cause,
         category: "internal",
-        data: { url: redactUrl(url), sent: out.length },
+        data: { url: redactStoreLocation(url), sent: out.length },
       });
     }
     out.push({ ...job, id, enqueued: sent !== null });

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { isAspError } from "@asp/contracts";
 import type { FactInput, FactLog, Store } from "@asp/evidence";
+import { redactStoreLocation } from "@asp/store-postgres";
 import { candidatePolicyPaths, FACT_KINDS, type HostConfig } from "@asp/ths";
 import pg from "pg";
 import type PgBoss from "pg-boss";
@@ -9,7 +10,7 @@ import { openForWriting } from "../commands/store.js";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { inert } from "../terminal.js";
-import { closeQueue, openQueue, queueUrl, redactUrl } from "./boss.js";
+import { closeQueue, openQueue, queueUrl } from "./boss.js";
 import { checkJobData, jobStateKey, repoHead, SWEEP_QUEUE, type SweepJob } from "./jobs.js";
 
 /** The fact kind of a job that ended failed after its last attempt (index `queueJob` = its key). */
@@ -325,11 +326,11 @@ export async function runWorker(ctx: CliContext, options: WorkerOptions): Promis
     // The queue's database went away under a loop (fetch, lock, connect): the jobs it held expire and come back.
     throw new UsageError(
       "ASP_CLI_QUEUE_UNAVAILABLE",
-      `the queue database ${redactUrl(url)} failed: ${codeOf(cause).message}`,
+      `the queue database ${redactStoreLocation(url)} failed: ${codeOf(cause).message}`,
       {
         cause,
         category: "internal",
-        data: { url: redactUrl(url) },
+        data: { url: redactStoreLocation(url) },
       },
     );
   } finally {
