@@ -62,7 +62,7 @@ function dead(pid: number): boolean {
 }
 
 describe("what a provider inherits (hole 1)", () => {
-  it("H2.9 inv. 12: with a level store open, a launched provider holds /dev/null at every inherited number, never a store file", () => {
+  it("H3.2 inv. 12: with a level store open, a launched provider holds /dev/null at every inherited number, never a store file", () => {
     const out = join(fresh(), "fds.json");
     const { dir, config, store } = hostConfig([fixtureManifest("fake-fd-list", "fds", ["--out", out])]);
     const r = runBinary(["gate", "--config", config, "--repo", repo()], dir);
