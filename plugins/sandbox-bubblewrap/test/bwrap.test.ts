@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LaunchRequest } from "@asp/contracts";
@@ -10,7 +10,6 @@ import {
   confine,
   createBubblewrapSandbox,
   findBwrap,
-  installPrefix,
   NAMESPACE_FLAGS,
   probeBwrap,
   realHost,
@@ -44,6 +43,9 @@ const fakeHost = (over: Partial<BubblewrapHost> = {}): BubblewrapHost => ({
   fallback: "/usr/bin/bwrap",
   execPath: process.execPath,
   probe: () => ({ ok: true, version: "bubblewrap 0.8.0" }),
+  homes: ["/root", "/home"],
+  uid: 1000,
+  prlimitFallback: "/usr/bin/prlimit",
   ...over,
 });
 
@@ -84,12 +86,14 @@ describe("confine", () => {
   describe("when bwrap works", () => {
     const r = confine(request(), fakeHost());
     const [flags = [], command = []] = [r.args.slice(0, r.args.indexOf("--")), r.args.slice(r.args.indexOf("--") + 1)];
+    const prlimit = ["/usr/bin/prlimit", "--nproc=128", "--as=8589934592", "--"];
     const pairs = (flag: string): string[][] =>
       flags.flatMap((f, i) => (f === flag ? [[flags[i + 1] ?? "", flags[i + 2] ?? ""]] : []));
 
     it("wraps the launch in bwrap: isolated, no direct write, the provider command after --", () => {
       expect(r).toMatchObject({ executable: "/usr/bin/bwrap", mode: "isolated", directWrite: false, env: {} });
-      expect(command).toEqual([process.execPath, ...request().args]);
+      // issue 32 hole 9: the provider runs under prlimit's process and address-space bounds.
+      expect(command).toEqual([...prlimit, realpathSync(process.execPath), ...request().args]);
       for (const f of NAMESPACE_FLAGS) expect(flags).toContain(f);
     });
 
@@ -106,20 +110,23 @@ describe("confine", () => {
       expect(flags).not.toContain("--bind");
       expect(flags).not.toContain("--bind-try");
       for (const d of [repo, store]) expect(flags).not.toContain(d);
-      expect(flags.slice(flags.indexOf("--tmpfs"), flags.indexOf("--tmpfs") + 2)).toEqual(["--tmpfs", "/tmp"]);
+      expect(pairs("--tmpfs").map(([where]) => where)).toEqual(["/dev/shm", "/tmp"]);
       expect(flags.slice(flags.indexOf("--chdir"))).toEqual(["--chdir", code]);
+      // issue 32 hole 9: the root bwrap builds in and /dev are read-only once built.
+      expect(pairs("--remount-ro").map(([where]) => where)).toEqual(["/dev", "/"]);
+    });
+
+    it("issue 32 hole 4: binds the executable's file, never its install prefix (no runtime folder outside the system ones)", () => {
+      const binds = pairs("--ro-bind").map(([src]) => src);
+      expect(binds.filter((b) => !["/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", code].includes(b ?? ""))).toEqual(
+        process.execPath.startsWith("/usr/") ? [] : [realpathSync(process.execPath)],
+      );
     });
 
     it("refuses a read-only folder that holds a deny folder (ASP_BWRAP_BAD_REQUEST)", () => {
       expect(() => bwrapArgs(request({ readOnly: [tmp] }), process.execPath)).toThrowWithCode("ASP_BWRAP_BAD_REQUEST");
       expect(() => bwrapArgs(request({ cwd: "relative" }), process.execPath)).toThrowWithCode("ASP_BWRAP_BAD_REQUEST");
     });
-  });
-
-  it("never binds / as a runtime prefix", () => {
-    expect(installPrefix("/bin/node")).toBe("/bin");
-    expect(installPrefix("/opt/node/bin/node")).toBe("/opt/node");
-    expect(installPrefix("/opt/tool")).toBe("/opt");
   });
 });
 
