@@ -2,6 +2,7 @@ import type { ReviewFinding, ReviewResponse } from "@asp/contracts";
 import { FINDING_SEVERITIES } from "@asp/contracts";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { OpenAIReviewerError } from "./errors.js";
+import { createScrubber, jsonHolds, scrubJson } from "./scrub.js";
 
 /**
  * What the model's message content must be, checked locally whatever the server enforced: the
@@ -83,17 +84,27 @@ export function contentOf(body: unknown): string {
 /**
  * Parse and validate the model's content as a verdict and turn it into the contracts
  * `ReviewResponse` (`rationale` is not part of it and is dropped; evidence refs de-duplicated).
+ * Before validation, every string of the parsed content (keys included) is scrubbed of each of
+ * `secrets` (the API key) and its encodings (raw, JSON-escaped, percent-encoded, hex, base64,
+ * base64url, reversed), replaced with `[redacted:api-key]`: an endpoint that echoes the key never
+ * gets it into the answer or the records made of it (issue 32 hole 11).
  *
- * @throws OpenAIReviewerError `ASP_OPENAI_MALFORMED_RESPONSE` when the content is not JSON;
- *   `ASP_OPENAI_SCHEMA_INVALID` when it is not {@link VERDICT_SCHEMA}.
+ * @throws OpenAIReviewerError `ASP_OPENAI_MALFORMED_RESPONSE` when the content is not JSON or a
+ *   secret cannot be scrubbed out of it; `ASP_OPENAI_SCHEMA_INVALID` when it is not
+ *   {@link VERDICT_SCHEMA} (after scrubbing: a secret in `verdict` or `category` is refused).
  */
-export function reviewResponseOf(content: string): ReviewResponse {
-  let value: unknown;
+export function reviewResponseOf(content: string, secrets: readonly string[] = []): ReviewResponse {
+  let parsed: unknown;
   try {
-    value = JSON.parse(content);
+    parsed = JSON.parse(content);
   } catch {
     throw malformed("the message content is not JSON");
   }
+  const scrubber = createScrubber(secrets);
+  const value = scrubJson(parsed, scrubber);
+  // Fail closed: a reply whose replacements keep forming the key again is not returned at all.
+  if (jsonHolds(value, scrubber))
+    throw malformed("the message content holds the API key in a form that cannot be removed");
   check ??= new Ajv2020({ strict: true, allErrors: false }).compile<Verdict>(VERDICT_SCHEMA);
   if (!check(value)) {
     const e = check.errors?.[0];

@@ -80,7 +80,7 @@ export function createOpenAIReviewer(params: OpenAIReviewerParams): Verifier {
           },
         },
       });
-      return reviewResponseOf(contentOf(body));
+      return reviewResponseOf(contentOf(body), [key]);
     },
   };
 }

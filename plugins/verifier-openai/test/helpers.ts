@@ -2,6 +2,9 @@
 // answer each test scripts; and the review subjects the Auto Mode runner sends.
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { ActorIdentity, EngineStep } from "@asp/auto-mode";
+import type { RunIdentity } from "@asp/contracts";
+import type { AutoModeSelection } from "@asp/rollout";
 
 /** One request the server received. */
 export interface Received {
@@ -178,3 +181,27 @@ export function subject(
     },
   };
 }
+
+/** The Auto Run the runner tests drive: its identity, producer, review-only selection and one completion. */
+export const AUTO_RUN: {
+  readonly run: RunIdentity;
+  readonly producer: ActorIdentity;
+  readonly reviewOnly: AutoModeSelection;
+  readonly completion: EngineStep;
+} = {
+  run: { root_frame_id: "frame-1", branch_id: "branch-1", turn_id: "turn-1", execution_id: "exec-1" },
+  producer: { actor_id: "agent-main", session_id: "session-main", fingerprint: "model-a;cfg-1" },
+  reviewOnly: {
+    preset: "off",
+    result_review_mode: "review_only",
+    approvals_reviewer: "user",
+    source: "frame",
+    normalized: false,
+  },
+  completion: {
+    kind: "completion",
+    payload: "The answer is 42.",
+    artifacts: [{ artifact_id: "result.csv", version_id: "v1", bytes: enc.encode("x,y\n40,2\n") }],
+    evidence: [{ name: "notes", bytes: enc.encode("42 = 40 + 2") }],
+  },
+};

@@ -7,24 +7,18 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  type ActorIdentity,
-  createAutoRunner,
-  createScriptedEngine,
-  type EngineStep,
-  type ReviewerPort,
-} from "@asp/auto-mode";
-import type { Policy, RunIdentity } from "@asp/contracts";
+import { createAutoRunner, createScriptedEngine, type ReviewerPort } from "@asp/auto-mode";
+import type { Policy } from "@asp/contracts";
 import { type Digest, openStore, type Store } from "@asp/evidence";
 import { loadPlugins, readTrustRoots, registerPlugins, TOKENS, writeKeyPair } from "@asp/plugin-host";
 import { packPlugin } from "@asp/plugin-pack";
-import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
+import { createStageFlags } from "@asp/rollout";
 import { container } from "tsyringe";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openAIReviewerIdentity } from "../src/identity.js";
 import type { OpenAIReviewerOptions } from "../src/options.js";
 import { PLUGIN_ID } from "../src/plugin.js";
-import { type ChatServer, completionBody, issues, pass, raw, reply, startChatServer } from "./helpers.js";
+import { AUTO_RUN, type ChatServer, completionBody, issues, pass, raw, reply, startChatServer } from "./helpers.js";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const KEY_ENV = "ASP_TEST_VERIFIER_OPENAI_KEY";
@@ -107,23 +101,8 @@ async function reviewerPort(o: OpenAIReviewerOptions): Promise<ReviewerPort> {
   return { identity: openAIReviewerIdentity(o, { sessionId: "review-session-1" }), verifier };
 }
 
-const RUN: RunIdentity = { root_frame_id: "frame-1", branch_id: "branch-1", turn_id: "turn-1", execution_id: "exec-1" };
-const PRODUCER: ActorIdentity = { actor_id: "agent-main", session_id: "session-main", fingerprint: "model-a;cfg-1" };
-const REVIEW_ONLY: AutoModeSelection = {
-  preset: "off",
-  result_review_mode: "review_only",
-  approvals_reviewer: "user",
-  source: "frame",
-  normalized: false,
-};
+const { run: RUN, producer: PRODUCER, reviewOnly: REVIEW_ONLY, completion: COMPLETION } = AUTO_RUN;
 const FLAGS = createStageFlags(["stage2_auto_run_storage", "stage4_review_completion_gate"]);
-const enc = new TextEncoder();
-const COMPLETION: EngineStep = {
-  kind: "completion",
-  payload: "The answer is 42.",
-  artifacts: [{ artifact_id: "result.csv", version_id: "v1", bytes: enc.encode("x,y\n40,2\n") }],
-  evidence: [{ name: "notes", bytes: enc.encode("42 = 40 + 2") }],
-};
 
 async function autoRun(reviewer: ReviewerPort) {
   const runner = createAutoRunner({
