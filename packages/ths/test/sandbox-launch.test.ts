@@ -338,3 +338,31 @@ describe("lazy launch", () => {
     }
   });
 });
+
+// issue 32 hole 9 (THREAT-MODEL invariant 12, and 5): a provider that runs its sandbox out of
+// disk (the /tmp budget of sandbox-bubblewrap) fails as that provider; the gate it was required
+// for is indeterminate, never allow.
+describe.skipIf(!bwrap.ok)("a provider that exhausts its sandbox's budget", () => {
+  it("issue 32 hole 9 (THREAT-MODEL inv. 12): filling /tmp stops at the budget, the provider fails, the gate is not allow", async () => {
+    const repo = tempRepo({ "src/a.ts": "export const a = 1;\n" });
+    const provider = selfContained("fake-exhaust", []);
+    const h = await host(provider, join(fresh("store"), "store"), true);
+    try {
+      const { envelope, receipt } = await h.gate({ repo });
+      const launched = envelope.assurance.providers?.find((p) => p.provider === provider.id);
+      expect(launched).toMatchObject({ mode: "isolated", sandbox: { id: SANDBOX_ID } });
+      expect(launched?.mechanism).toContain("tmpfs /tmp 64 MiB");
+      expect(envelope.decision).not.toBe("allow");
+      expect(envelope.decision).toBe("indeterminate");
+      expect(envelope.coverage.ran).toEqual([]);
+      expect(envelope.coverage.degraded.map((d) => [d.provider, d.reason, d.failOpen])).toEqual([
+        [provider.id, "crashed", false],
+      ]);
+      // It ran into the budget, not into the end of its own loop.
+      expect(envelope.coverage.degraded[0]?.detail).toContain("ENOSPC after 67108864 bytes");
+      expect(receipt.decision).toBe(envelope.decision);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+});
