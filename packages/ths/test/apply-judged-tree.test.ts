@@ -239,7 +239,7 @@ describe("the call-site that validates an apply (issue 32 hole 6, THREAT-MODEL i
 });
 
 describe("the guarantee of a staged apply (issue 32 audit, host §3)", () => {
-  it("host §3: an unconfined edit provider (directWriteRisk) caps staged_snapshot to rollback_attempted", async () => {
+  it("H3.3 H6.7 host §3: an unconfined edit provider (directWriteRisk) caps staged_snapshot to rollback_attempted", async () => {
     const stager = permissiveStager();
     const host = await hostWith(["--plant", "path", "--path", "src/b.ts"], { sandbox: stager.sandbox });
     try {

@@ -92,7 +92,7 @@ const lifecycle =
     manifest("fake-lifecycle", { source: "ts", args: ["--dir", dir, "--hold", hold, ...extra] });
 
 describe("H2a.5 the provider lifecycle, transition by transition (host status)", () => {
-  it("H2a.5 host §2: exited → initializing → initialized → active → initialized → shutting_down → exited", async () => {
+  it("H2a.5 H2a.6 host §2: exited → initializing → initialized → active → initialized → shutting_down → exited (the check family too)", async () => {
     const s = await scene(lifecycle("initialize,assess,shutdown"));
     s.observe();
     const warming = s.host.warm(30_000);
