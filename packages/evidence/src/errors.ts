@@ -31,6 +31,9 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_EVIDENCE_STORE_CLOSED`: the store was used after `close()`.
  * - `ASP_EVIDENCE_UNSUPPORTED_FORMAT`: the store was written by a newer, unknown format version.
  * - `ASP_EVIDENCE_GIT_FAILED`: the `git` binary failed or the revision does not exist.
+ * - `ASP_EVIDENCE_UNREPRESENTABLE_NAME`: a file name in the judged tree is not valid UTF-8 (or
+ *   names `.git` inside a commit): the host cannot hold it, so the snapshot fails rather than
+ *   leave the file out (THREAT-MODEL invariant 11; the gate is then indeterminate).
  * - `ASP_EVIDENCE_IO`: a filesystem operation failed while snapshotting (category `internal`).
  */
 export type EvidenceErrorCode =
@@ -52,6 +55,7 @@ export type EvidenceErrorCode =
   | "ASP_EVIDENCE_STORE_CLOSED"
   | "ASP_EVIDENCE_UNSUPPORTED_FORMAT"
   | "ASP_EVIDENCE_GIT_FAILED"
+  | "ASP_EVIDENCE_UNREPRESENTABLE_NAME"
   | "ASP_EVIDENCE_IO";
 
 /** Every {@link EvidenceErrorCode}, for table tests and documentation. */
@@ -74,6 +78,7 @@ export const EVIDENCE_ERROR_CODES: readonly EvidenceErrorCode[] = [
   "ASP_EVIDENCE_STORE_CLOSED",
   "ASP_EVIDENCE_UNSUPPORTED_FORMAT",
   "ASP_EVIDENCE_GIT_FAILED",
+  "ASP_EVIDENCE_UNREPRESENTABLE_NAME",
   "ASP_EVIDENCE_IO",
 ];
 

@@ -1,17 +1,28 @@
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
 import { resolve } from "node:path";
+import { closedStdio } from "@asp/contracts";
+import { type RunFileError, runFile } from "./child.js";
 import { EvidenceError } from "./errors.js";
 import { type Digest, defaultHasher, digestBytes, type Hasher } from "./hash.js";
-import { IgnoreRules } from "./ignore-rules.js";
 import { encodeTree, type FileMode, type TreeEntry } from "./objects.js";
 import type { StoredObject } from "./store.js";
+import { gitEnv, nameText } from "./tracked.js";
 import type { SnapshotTarget } from "./worktree.js";
 
 /** Options of {@link snapshotGitRevision}. */
 export interface GitSnapshotOptions {
-  /** Same meaning as for `snapshotWorktree`, so both give the same id for the same content. */
+  /**
+   * Accepted for compatibility and ignored: every path a commit tracks is judged (THREAT-MODEL
+   * invariant 11), and excludes only ever leave out untracked content, which a commit has none of.
+   * @deprecated
+   */
   readonly excludes?: readonly string[];
-  /** Apply the revision's own `.gitignore` files, as a checkout then `snapshotWorktree` would (default true). */
+  /**
+   * Accepted for compatibility and ignored: a commit's `.gitignore` files never hide what the
+   * commit tracks (invariant 11).
+   * @deprecated
+   */
   readonly gitignore?: boolean;
   readonly store?: SnapshotTarget;
   readonly hasher?: Hasher;
@@ -26,6 +37,8 @@ export interface GitSnapshot {
   readonly gitTree: string;
   readonly files: number;
   readonly stored: number;
+  /** Submodules (gitlinks) the revision tracks: another repository's content, never in the tree. */
+  readonly submodules: readonly string[];
 }
 
 interface GitFile {
@@ -49,18 +62,12 @@ function gitError(repo: string, args: readonly string[], cause: unknown, stderr 
   });
 }
 
-function run(git: string, repo: string, args: readonly string[]): Promise<Buffer> {
-  return new Promise((done, fail) => {
-    execFile(
-      git,
-      [...args],
-      { cwd: repo, encoding: "buffer", maxBuffer: MAX_LIST, env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } },
-      (error, stdout, stderr) => {
-        if (error) fail(gitError(repo, args, error, stderr.toString("utf8")));
-        else done(stdout);
-      },
-    );
-  });
+async function run(git: string, repo: string, args: readonly string[]): Promise<Buffer> {
+  try {
+    return (await runFile(git, args, { cwd: repo, maxBuffer: MAX_LIST, env: gitEnv() })).stdout;
+  } catch (error) {
+    throw gitError(repo, args, error, (error as RunFileError).stderr ?? "");
+  }
 }
 
 /** Stream `git cat-file --batch` for `oids`; calls `onBlob` with each object's bytes in order. */
@@ -74,8 +81,8 @@ function catFile(
     const args = ["cat-file", "--batch"];
     const child = spawn(git, args, {
       cwd: repo,
-      stdio: ["pipe", "pipe", "pipe"],
-      env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" },
+      stdio: closedStdio(fs) as ["pipe", "pipe", "pipe"],
+      env: gitEnv(),
     });
     let buf: Buffer = Buffer.alloc(0);
     let stderr = "";
@@ -117,19 +124,22 @@ function catFile(
   });
 }
 
-function normalizeMode(mode: string): FileMode | "skip" {
+function normalizeMode(mode: string): FileMode | "skip" | "submodule" {
   if (mode === "120000") return "120000";
-  if (mode === "160000") return "skip"; // submodule: the worktree snapshot skips nested repositories too
+  if (mode === "160000") return "submodule"; // another repository's content: reported, never judged
   if (mode.startsWith("100")) return (Number.parseInt(mode, 8) & 0o100) !== 0 ? "100755" : "100644";
   return "skip";
 }
 
 /**
  * The tree id of a git revision, computed from the real `git` binary (structured argv, never a
- * shell). Equals `snapshotWorktree` of a checkout of that revision: same blobs (raw bytes, no
- * filters), modes, link handling, `.gitignore` and excludes.
+ * shell, no inherited descriptor). It holds every path the revision tracks (THREAT-MODEL
+ * invariant 11): no `.gitignore`, exclude or folder name hides one; submodules are reported in
+ * `submodules`. Equals `snapshotWorktree(..., { tracked: "index" })` of a clean checkout of it:
+ * same blobs (raw bytes, no filters), modes and link handling.
  *
  * @throws EvidenceError `ASP_EVIDENCE_GIT_FAILED` when git fails or the revision does not exist,
+ *   `ASP_EVIDENCE_UNREPRESENTABLE_NAME` for a tracked name that is not UTF-8 or lies inside `.git`,
  *   `ASP_EVIDENCE_BAD_OBJECT` for a revision that looks like an option.
  * @example
  * ```ts
@@ -162,14 +172,30 @@ export async function snapshotGitRevision(
 
   const root: Dir = { files: new Map(), dirs: new Map() };
   const oids = new Set<string>();
-  for (const rec of listing.toString("utf8").split("\0")) {
-    if (rec === "") continue;
-    const tab = rec.indexOf("\t");
-    const [mode, type, oid] = rec.slice(0, tab).split(" ");
-    const path = rec.slice(tab + 1);
+  const submodules: string[] = [];
+  for (let at = 0; at < listing.length; ) {
+    const end = listing.indexOf(0, at);
+    const raw = listing.subarray(at, end < 0 ? listing.length : end);
+    at = end < 0 ? listing.length : end + 1;
+    if (raw.length === 0) continue;
+    const tab = raw.indexOf(9);
+    const [mode, type, oid] = raw.subarray(0, tab).toString("latin1").split(" ");
+    // Names are bytes in git: one the tree format cannot hold fails the snapshot (invariant 11).
+    const path = nameText(raw.subarray(tab + 1), `revision ${rev}`);
     const m = normalizeMode(mode ?? "");
+    if (m === "submodule") {
+      submodules.push(path);
+      continue;
+    }
     if (m === "skip" || type !== "blob" || oid === undefined) continue;
     const parts = path.split("/");
+    if (parts.some((p) => p.toLowerCase() === ".git")) {
+      throw new EvidenceError(
+        "ASP_EVIDENCE_UNREPRESENTABLE_NAME",
+        `revision ${rev} tracks ${JSON.stringify(path)}, a path inside a .git folder that no checkout can hold: the host judges nothing rather than leave it out`,
+        { category: "input", data: { rev, path } },
+      );
+    }
     const name = parts.pop() as string;
     let d = root;
     for (const p of parts) {
@@ -185,7 +211,6 @@ export async function snapshotGitRevision(
   }
 
   const digests = new Map<string, Digest>();
-  const gitignores = new Map<string, string>();
   const target = options.store;
   let pending: StoredObject[] = [];
   let pendingBytes = 0;
@@ -197,18 +222,10 @@ export async function snapshotGitRevision(
     pendingBytes = 0;
     stored += await target.objects.putMany(batch);
   };
-  const ignoreOids = new Set<string>();
-  const collectIgnores = (d: Dir): void => {
-    const f = d.files.get(".gitignore");
-    if (f !== undefined && f.mode !== "120000") ignoreOids.add(f.oid);
-    for (const sub of d.dirs.values()) collectIgnores(sub);
-  };
-  if (options.gitignore ?? true) collectIgnores(root);
   const blobs: Array<{ digest: Digest; bytes: Buffer }> = [];
   await catFile(git, dir, [...oids], (oid, bytes) => {
     const digest = digestBytes(bytes, hasher);
     digests.set(oid, digest);
-    if (ignoreOids.has(oid)) gitignores.set(oid, bytes.toString("utf8"));
     if (target !== undefined) {
       blobs.push({ digest, bytes: Buffer.from(bytes) });
       pendingBytes += bytes.length;
@@ -219,32 +236,23 @@ export async function snapshotGitRevision(
   if (pendingBytes > 0) await flush();
 
   let files = 0;
-  const build = (d: Dir, rel: string, rules: IgnoreRules): TreeEntry[] => {
-    const gi = d.files.get(".gitignore");
-    if (gi !== undefined && gi.mode !== "120000") {
-      const text = gitignores.get(gi.oid);
-      if (text !== undefined) rules = rules.with(rel, text);
-    }
+  const build = (d: Dir): TreeEntry[] => {
     const entries: TreeEntry[] = [];
     for (const [name, sub] of d.dirs) {
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      if (name === ".git" || rules.ignores(childRel, true)) continue;
-      const subEntries = build(sub, childRel, rules);
+      const subEntries = build(sub);
       if (subEntries.length === 0) continue;
       const tree = encodeTree(subEntries, hasher);
       if (target !== undefined) pending.push({ kind: "tree", digest: tree.digest, bytes: tree.bytes });
       entries.push({ name, mode: "040000", digest: tree.digest });
     }
     for (const [name, f] of d.files) {
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      if (name === ".git" || rules.ignores(childRel, false)) continue;
       entries.push({ name, mode: f.mode, digest: digests.get(f.oid) as Digest });
       files++;
     }
     return entries;
   };
-  const rootTree = encodeTree(build(root, "", IgnoreRules.root(options.excludes ?? [])), hasher);
+  const rootTree = encodeTree(build(root), hasher);
   if (target !== undefined) pending.push({ kind: "tree", digest: rootTree.digest, bytes: rootTree.bytes });
   await flush();
-  return { tree: rootTree.digest, gitTree, files, stored };
+  return { tree: rootTree.digest, gitTree, files, stored, submodules: submodules.sort() };
 }

@@ -18,6 +18,7 @@ import { encodeTree, type TreeEntry } from "./objects.js";
 import { type DirRow, FileStatCache, type StatCache, type StatCacheData, type StatRow } from "./stat-cache.js";
 import { STAT_MISSING, STAT_OK, type StatNumbers, StatQueue } from "./stat-pool.js";
 import type { ObjectStore, StoredObject } from "./store.js";
+import { nameText, readTrackedSet, type TrackedSet } from "./tracked.js";
 
 /** Where a snapshot writes its objects: the object store and the id of the store it belongs to. */
 export interface SnapshotTarget {
@@ -29,8 +30,16 @@ export interface SnapshotTarget {
 export interface SnapshotOptions {
   /** Host-configured excludes in gitignore syntax, relative to the root; a `.gitignore` cannot re-include them. */
   readonly excludes?: readonly string[];
-  /** Honour `.gitignore` files (default true). */
+  /** Honour `.gitignore` files (default true; with `tracked`, for untracked files only). */
   readonly gitignore?: boolean;
+  /**
+   * What the snapshot must hold whatever ignore files, excludes or nested `.git` markers say
+   * (THREAT-MODEL invariant 11): `"index"` reads the tracked set from the git index of the folder
+   * (a folder in no git work tree is then judged whole: its `.gitignore` files, which the
+   * candidate writes, are not honoured, only the excludes); or a {@link TrackedSet} given.
+   * Untracked paths left out are counted in {@link WorktreeSnapshot.leftOut}.
+   */
+  readonly tracked?: "index" | TrackedSet;
   /** Store every blob and tree not already there (a `Store` fits). Without it only the id is computed. */
   readonly store?: SnapshotTarget;
   /**
@@ -53,6 +62,13 @@ export interface WorktreeSnapshot {
   readonly hashed: number;
   /** Objects newly written to the store. */
   readonly stored: number;
+  /**
+   * Untracked files and folders left out by an ignore rule, an exclude or a nested repository
+   * (with `tracked`; a folder counts once). Never a tracked path.
+   */
+  readonly leftOut: number;
+  /** Tracked submodules (gitlinks): another repository's content, never in the tree (with `tracked`). */
+  readonly submodules: readonly string[];
 }
 
 const FLUSH_BYTES = 32 * 1024 * 1024;
@@ -159,7 +175,6 @@ interface Walked {
 export async function snapshotWorktree(dir: string, options: SnapshotOptions = {}): Promise<WorktreeSnapshot> {
   const root = resolve(dir);
   const hasher = options.hasher ?? defaultHasher();
-  const useGitignore = options.gitignore ?? true;
   const excludes = options.excludes ?? [];
   const target = options.store;
   try {
@@ -167,6 +182,14 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
   } catch (error) {
     throw ioError(root, "cannot snapshot", error);
   }
+  const tracked: TrackedSet | null | undefined =
+    options.tracked === "index" ? await readTrackedSet(root) : options.tracked;
+  // A folder in no work tree has no tracked set: its .gitignore files are the candidate's, so only
+  // the trusted excludes apply.
+  const useGitignore = tracked === null ? false : (options.gitignore ?? true);
+  const trackedFiles = tracked?.files;
+  const trackedDirs = tracked?.dirs;
+  let leftOut = 0;
 
   const cache =
     options.statCache === undefined
@@ -174,7 +197,15 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       : options.statCache instanceof FileStatCache
         ? options.statCache
         : new FileStatCache(typeof options.statCache === "string" ? options.statCache : options.statCache.path);
-  const rules = JSON.stringify({ excludes, gitignore: useGitignore });
+  const rules = JSON.stringify({
+    excludes,
+    gitignore: useGitignore,
+    // The cache's "not ignored then, not ignored now" shortcut holds only for the same tracked set.
+    tracked:
+      tracked === undefined || tracked === null
+        ? (tracked ?? "none")
+        : digestBytes(new TextEncoder().encode([...tracked.files].sort().join("\0")), hasher),
+  });
   const loaded = cache?.load();
   // Cached ids only prove an object is stored when the cache was written for this very store.
   const prev: StatCacheData | undefined =
@@ -263,6 +294,8 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     rel: string,
     rules: IgnoreRules,
     sameRules: boolean,
+    /** Listed only for the tracked paths under it (an ignored folder, or a nested repository's). */
+    onlyTracked = false,
   ): Promise<Listed | null> => {
     let dirents: Dirent[];
     try {
@@ -271,6 +304,13 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       if (rel !== "" && isMissing(error)) return null;
       throw ioError(abs, "cannot read directory", error);
     }
+    // Node decodes a name that is not UTF-8 with U+FFFD, a path no open() finds again: a file
+    // the snapshot would silently lose. Check the raw bytes whenever the replacement appears.
+    if (dirents.some((d) => d.name.includes("\uFFFD"))) {
+      for (const raw of readdirSync(abs, { encoding: "buffer" })) nameText(raw, rel === "" ? "the root folder" : rel);
+    }
+    const isTracked = (path: string): boolean => trackedFiles?.has(path) === true;
+    const holdsTracked = (path: string): boolean => trackedDirs?.has(path) === true;
     const before = prevDirs.get(rel);
     const prevNames = before?.names ?? NO_NAMES;
     const prevRows = before?.rows ?? NO_STAT_ROWS;
@@ -297,7 +337,14 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     let ignoreRow: StatRow | null | undefined;
     let ignoreBytes: Uint8Array | undefined;
     for (const d of dirents) {
-      if (d.name === ".git" && rel !== "") return null;
+      if (d.name === ".git" && rel !== "" && !onlyTracked) {
+        // A nested repository: its content is not this change's, except what this index tracks.
+        if (!holdsTracked(rel)) {
+          leftOut++;
+          return null;
+        }
+        onlyTracked = true;
+      }
       if (useGitignore && d.name === ".gitignore" && d.isFile()) {
         const path = `${abs}/.gitignore`;
         const at = prevNames.indexOf(".gitignore");
@@ -329,27 +376,38 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
       ignoreBytes,
     };
     const folders: string[] = [];
+    const folderOnlyTracked: boolean[] = [];
     for (const d of dirents) {
       const name = d.name;
       if (name === ".git") continue;
+      const childRel = rel === "" ? name : `${rel}/${name}`;
       if (d.isDirectory()) {
-        const childRel = rel === "" ? name : `${rel}/${name}`;
         // A folder the cache walked under the same rules was not ignored then and is not now.
-        if (!(sameRules && prevDirs.has(childRel)) && rules.ignores(childRel, true)) continue;
+        const ignored = onlyTracked || (!(sameRules && prevDirs.has(childRel)) && rules.ignores(childRel, true));
+        if (ignored && !holdsTracked(childRel)) {
+          leftOut++;
+          continue;
+        }
         folders.push(name);
+        folderOnlyTracked.push(ignored);
         continue;
       }
       if (!d.isSymbolicLink() && !d.isFile()) continue; // sockets, fifos, devices: git does not track them either
       const row = rowOf(name);
-      if (!(sameRules && row !== undefined) && rules.ignores(rel === "" ? name : `${rel}/${name}`, false)) continue;
+      const ignored = onlyTracked || (!(sameRules && row !== undefined) && rules.ignores(childRel, false));
+      if (ignored && !isTracked(childRel)) {
+        leftOut++;
+        continue;
+      }
       if (ignoreRow !== undefined && name === ".gitignore") dir.gitignoreAt = dir.names.length; // settled above
       queue.add(`${abs}/${name}`);
       dir.names.push(name);
       dir.rows.push(row);
     }
     // Only now the subfolders, so this folder's paths are one run from `first`.
-    for (const name of folders) {
-      const sub = await list(`${abs}/${name}`, name, rel === "" ? name : `${rel}/${name}`, rules, sameRules);
+    for (const [i, name] of folders.entries()) {
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      const sub = await list(`${abs}/${name}`, name, childRel, rules, sameRules, folderOnlyTracked[i] === true);
       if (sub !== null) dir.subdirs.push(sub);
     }
     return dir;
@@ -438,5 +496,5 @@ export async function snapshotWorktree(dir: string, options: SnapshotOptions = {
     if (typeof options.statCache === "string") cache.write(data);
     else cache.save(data, changedRows);
   }
-  return { tree, files, hashed, stored };
+  return { tree, files, hashed, stored, leftOut, submodules: tracked?.submodules ?? [] };
 }

@@ -19,6 +19,7 @@ import {
   snapshotGitRevision,
   snapshotWorktree,
   TOKENS,
+  type WorktreeSnapshot,
 } from "@asp/evidence";
 import { inject, injectable } from "./di.js";
 import { type EnvironmentSetting, environmentExcludes, insideEnvironment, packageRoots } from "./environment.js";
@@ -38,6 +39,8 @@ export interface Binding {
    * host declares none or no declared root exists. Requests carry it; answers must echo its tree.
    */
   readonly environment: EnvironmentSnapshot | null;
+  /** What the worktree snapshot left out (untracked, ignored or excluded) and the submodules it does not hold. */
+  readonly judged?: { readonly leftOut: number; readonly submodules: readonly string[] };
 }
 
 /** Options of {@link FreshnessAuthority.issue}. */
@@ -94,7 +97,8 @@ export class FreshnessAuthority {
 
   /** Every exclude of a snapshot: the store folder, the host's, the environment's roots, then `extra`. */
   private excludesWith(extra: readonly string[] = []): string[] {
-    return [".asp/", ...this.excludes, ...environmentExcludes(this.environmentSetting.setting), ...extra];
+    // Anchored: the host's own folder at the root, never a folder of that name anywhere (inv. 11).
+    return ["/.asp/", ...this.excludes, ...environmentExcludes(this.environmentSetting.setting), ...extra];
   }
 
   /** The stat cache of `repo` (one file per repository under the store), or undefined for a memory store. */
@@ -117,13 +121,20 @@ export class FreshnessAuthority {
    * roots are never in it (host §9: dependencies are evidence, never part of the change).
    */
   async snapshot(repo: string, extraExcludes: readonly string[] = []): Promise<Digest> {
+    return (await this.snapshotWhole(repo, extraExcludes)).tree;
+  }
+
+  /** {@link snapshot}, with what it left out. */
+  private async snapshotWhole(repo: string, extraExcludes: readonly string[] = []): Promise<WorktreeSnapshot> {
     const cache = this.statCache(repo);
-    const { tree } = await snapshotWorktree(repo, {
+    // THREAT-MODEL invariant 11: every path the index tracks is judged, whatever the candidate's
+    // ignore files, folder names or nested .git markers say; untracked ones follow .gitignore.
+    return snapshotWorktree(repo, {
+      tracked: "index",
       store: { id: this.storeId, objects: this.objects },
       excludes: this.excludesWith(extraExcludes),
       ...(cache === undefined ? {} : { statCache: cache }),
     });
-    return tree;
   }
 
   /**
@@ -132,9 +143,11 @@ export class FreshnessAuthority {
    * @throws EvidenceError `ASP_EVIDENCE_IO` (unreadable folder), `ASP_EVIDENCE_GIT_FAILED` (bad `base`).
    */
   async issue(repo: string, options: IssueOptions = {}): Promise<Binding> {
-    const baseline = await this.snapshot(repo, options.excludes);
+    const whole = await this.snapshotWhole(repo, options.excludes);
+    const baseline = whole.tree;
+    const judged = { leftOut: whole.leftOut, submodules: whole.submodules };
     const environment = await this.environment(repo, baseline);
-    if (options.wholeTree === true) return { baseline, changeset: null, baseFrom: "none", environment };
+    if (options.wholeTree === true) return { baseline, changeset: null, baseFrom: "none", environment, judged };
     let base: Digest;
     let baseFrom: Binding["baseFrom"];
     if (options.base !== undefined) {
@@ -153,7 +166,7 @@ export class FreshnessAuthority {
       }
     }
     const changeset = await diffTrees(this.objects, base, baseline);
-    return { baseline, changeset, baseFrom, environment };
+    return { baseline, changeset, baseFrom, environment, judged };
   }
 
   /**

@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { resolve } from "node:path";
-import { promisify } from "node:util";
 import type { CallSite, DecisionEnvelope } from "@asp/contracts";
-import { type Digest, isDigest, isNormalizedPath, type ObjectStore, snapshotGitRevision } from "@asp/evidence";
+import { type Digest, isDigest, isNormalizedPath, type ObjectStore, runFile, snapshotGitRevision } from "@asp/evidence";
 import type { HostChecks, HostChecksFinding, HostChecksParams, HostChecksResult } from "@asp/plugin-host";
 import { lookupPath, type PathAfter, treeWith } from "./apply/tree.js";
 import { pathEscape } from "./apply/validate.js";
@@ -99,8 +97,6 @@ async function afterTree(objects: ObjectStore, base: Digest, files: ReadonlyMap<
   return treeWith(objects, base, writes);
 }
 
-const run = promisify(execFile);
-
 /**
  * The committed tree of a repository folder at git revision `rev`, in the object store: the
  * revision's tree when `repo` is the root of its git work tree, else (a folder inside a larger
@@ -119,7 +115,7 @@ export async function committedTree(
   const dir = resolve(repo);
   let prefix: string;
   try {
-    prefix = (await run("git", ["rev-parse", "--show-prefix"], { cwd: dir, encoding: "utf8" })).stdout.trim();
+    prefix = (await runFile("git", ["rev-parse", "--show-prefix"], { cwd: dir })).stdout.toString("utf8").trim();
   } catch (cause) {
     throw new ThsError("ASP_THS_BAD_REQUEST", `${dir} is not inside a git work tree`, { cause, data: { repo: dir } });
   }

@@ -434,6 +434,10 @@ export class Host {
       },
       receipt: { id: receiptId, location: `asp-store:${this.storeId}/receipts/${receiptId}` },
       ...(env === null ? {} : { environment: { tree: env.tree, roots: [...env.roots], files: env.files } }),
+      // THREAT-MODEL invariant 11: what the judged worktree left out is reported, never silent.
+      ...(binding.judged === undefined || (binding.judged.leftOut === 0 && binding.judged.submodules.length === 0)
+        ? {}
+        : { judged: { leftOut: binding.judged.leftOut, submodules: [...binding.judged.submodules] } }),
     };
     const receipt = buildReceipt(envelope, {
       receiptId,

@@ -200,7 +200,9 @@ export async function defaultScript(repo: string, store: Store, excludes: readon
   const target = { id: store.id, objects: store.objects };
   // The same base the Reviewer's host checks lay the candidate over (a folder's subtree inside a larger repository).
   const head = await committedTree(repo, "HEAD", target, excludes);
-  const now = await snapshotWorktree(repo, { store: target, excludes });
+  // Every file the agent left in the worktree is its candidate (THREAT-MODEL invariant 11): a
+  // .gitignore line it wrote never hides one of them from the Reviewer. Only the host's excludes apply.
+  const now = await snapshotWorktree(repo, { tracked: "index", gitignore: false, store: target, excludes });
   const changes = await diffTrees(store.objects, head, now.tree);
   const artifacts: CompletionArtifact[] = [];
   for (const c of changes.changes) {

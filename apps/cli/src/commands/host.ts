@@ -119,6 +119,16 @@ export function renderEnvelope(envelope: DecisionEnvelope, storeDir?: string): s
           // host §9: the dependency environment the providers were given (its full id is in the receipt).
           `environment: ${t(shortDigest(envelope.environment.tree))} (${envelope.environment.roots.length} roots, ${envelope.environment.files} files)`,
         ]),
+    ...(envelope.judged === undefined
+      ? []
+      : [
+          // THREAT-MODEL invariant 11: tracked files are always judged; this is what was not.
+          `left out: ${envelope.judged.leftOut} untracked files or folders (ignored or excluded: in no commit, not judged)${
+            envelope.judged.submodules.length === 0
+              ? ""
+              : `; ${envelope.judged.submodules.length} submodules not judged (${envelope.judged.submodules.slice(0, 3).map(t).join(", ")}${envelope.judged.submodules.length > 3 ? ", ..." : ""})`
+          }`,
+        ]),
     `coverage required [${envelope.coverage.required.map(t).join(", ")}]  ran [${envelope.coverage.ran.map(t).join(", ")}]`,
   ];
   for (const d of envelope.coverage.degraded) {

@@ -239,6 +239,20 @@ export const VerdictSchema = Type.Object(
         Closed,
       ),
     ),
+    /**
+     * What the judged worktree left out (THREAT-MODEL invariant 11; absent: nothing): untracked
+     * files and folders an ignore rule, an exclude or a nested repository kept out (never a
+     * tracked path), and the tracked submodules, whose content is another repository's.
+     */
+    judged: Type.Optional(
+      Type.Object(
+        {
+          leftOut: Type.Integer({ minimum: 0 }),
+          submodules: Type.Array(RelPath, { maxItems: 100_000 }),
+        },
+        Closed,
+      ),
+    ),
     decidedAt: Timestamp,
   },
   Closed,
