@@ -10,6 +10,7 @@ const KNOWN: Record<keyof ComposeHostOptions, true> = {
   policy: true,
   trustRoots: true,
   plugins: true,
+  pluginOptions: true,
   providers: true,
   excludes: true,
   environment: true,

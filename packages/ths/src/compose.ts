@@ -52,6 +52,11 @@ export interface ComposeHostOptions {
   readonly trustRoots?: readonly string[];
   /** Plugin folders, loaded through `@asp/plugin-host` when it is available. */
   readonly plugins?: readonly string[];
+  /**
+   * Options of plugins by id, from trusted configuration (a sandbox's budgets, e.g.
+   * sandbox-bubblewrap's `tmpBytes`, `maxProcesses`), validated by each plugin's options schema.
+   */
+  readonly pluginOptions?: Readonly<Record<string, unknown>>;
   /** Trusted provider launch manifests from host configuration (never from the repository). */
   readonly providers?: readonly ProviderManifest[];
   /** Extra snapshot excludes (gitignore syntax). */
@@ -157,6 +162,7 @@ export async function composeHost(options: ComposeHostOptions): Promise<Composed
         options.clock,
         ids,
         cacheDir,
+        options.pluginOptions,
       );
     } catch (error) {
       if (ownedCache !== null) removePluginCache(ownedCache);
@@ -309,12 +315,14 @@ async function loadPluginProviders(
   clock: Clock | undefined,
   taken: ReadonlySet<string>,
   cacheDir: string,
+  pluginOptions: Readonly<Record<string, unknown>> | undefined,
 ): Promise<{ providers: TrustedProvider[]; refused: RefusedProvider[]; sandboxes: readonly LoadedSandbox[] }> {
   const result = await loadPlugins({
     dirs,
     trustRoots: readTrustRoots(trustRootFiles),
     policy: policy.document as Policy,
     cacheDir,
+    ...(pluginOptions === undefined ? {} : { pluginOptions }),
     ...(clock === undefined ? {} : { now: () => clock.now() }),
     // The gate host runs providers and the sandboxes that confine them and publish applies: a
     // verifier's code never enters it.

@@ -1,4 +1,4 @@
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { AssuranceMode, ProviderManifest } from "@asp/contracts";
 import type { Sandbox } from "@asp/plugin-host";
 import type { LaunchSpec } from "@asp/protocol";
@@ -46,12 +46,13 @@ export function launchSandbox(sandboxes: readonly Sandbox[]): Sandbox | null {
 
 /**
  * The folders a provider's code lives in, bound read-only: its measured root (a configured
- * provider) or verified copy (a plugin: `cwd`), its cwd, and the folder of its executable
- * (the runtime a sandbox binds itself is not listed).
+ * provider) or verified copy (a plugin: `cwd`) and its cwd; never the executable's folder (the
+ * sandbox binds the executable file itself and what it loads).
  */
 export function providerCodeFolders(manifest: ProviderManifest): string[] {
+  // Never the executable's folder: for `~/bin/tool` that is a folder of the home (issue 32 hole 4);
+  // the sandbox binds the executable file itself and what it loads.
   const folders = [manifest.root, manifest.cwd].filter((f): f is string => f !== undefined).map((f) => resolve(f));
-  if (resolve(manifest.executable) !== process.execPath) folders.push(dirname(resolve(manifest.executable)));
   return [...new Set(folders)];
 }
 

@@ -80,12 +80,18 @@ function policyWith(provider: ProviderManifest, sandboxed: boolean): Policy {
     : p;
 }
 
-function host(provider: ProviderManifest, store: string, sandboxed: boolean): Promise<ComposedHost> {
+function host(
+  provider: ProviderManifest,
+  store: string,
+  sandboxed: boolean,
+  pluginOptions?: Record<string, unknown>,
+): Promise<ComposedHost> {
   return composeHost({
     store,
     policy: policyWith(provider, sandboxed),
     providers: [provider],
     ...(sandboxed ? { plugins: [SANDBOX], trustRoots: [TRUST_ROOT] } : {}),
+    ...(pluginOptions === undefined ? {} : { pluginOptions }),
     clock: fakeClock,
     timings: { initializeTimeoutMs: 8000, shutdownTimeoutMs: 500, restartBackoffMs: 20, restartBackoffMaxMs: 200 },
     failOpenSink: { log() {} },
@@ -361,6 +367,24 @@ describe.skipIf(!bwrap.ok)("a provider that exhausts its sandbox's budget", () =
       // It ran into the budget, not into the end of its own loop.
       expect(envelope.coverage.degraded[0]?.detail).toContain("ENOSPC after 67108864 bytes");
       expect(receipt.decision).toBe(envelope.decision);
+    } finally {
+      await h.close();
+    }
+  }, 60_000);
+
+  it("issue 32 hole 9: the budget comes from the trusted configuration's pluginOptions of the sandbox", async () => {
+    const repo = tempRepo({ "a.txt": "fine\n" });
+    const provider = selfContained("fake-exhaust", []);
+    const h = await host(provider, join(fresh("store"), "store"), true, {
+      [SANDBOX_ID]: { limits: { tmpBytes: 1024 * 1024 } },
+    });
+    try {
+      const { envelope } = await h.gate({ repo });
+      expect(modeOf(envelope, provider.id)?.mechanism, JSON.stringify(modeOf(envelope, provider.id))).toContain(
+        "tmpfs /tmp 1 MiB",
+      );
+      expect(envelope.decision).toBe("indeterminate");
+      expect(envelope.coverage.degraded[0]?.detail).toContain("ENOSPC after 1048576 bytes");
     } finally {
       await h.close();
     }

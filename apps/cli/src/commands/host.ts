@@ -82,6 +82,7 @@ export async function hostFromConfig(
     policy: await trustedPolicy(config, repo),
     trustRoots: config.trustRoots,
     plugins: config.plugins,
+    pluginOptions: config.pluginOptions,
     providers: config.providers,
     excludes: config.excludes,
     environment: config.environment,
