@@ -37,8 +37,6 @@ export type { KvFactLogOptions, SharedKv } from "./fact-log.js";
 export { createKvFactLog } from "./fact-log.js";
 export type { GitSnapshot, GitSnapshotOptions } from "./git.js";
 export { snapshotGitRevision } from "./git.js";
-export type { TrackedSet } from "./tracked.js";
-export { readTrackedSet } from "./tracked.js";
 export type { Digest, Hasher } from "./hash.js";
 export { assertDigest, createNobleHasher, createNodeHasher, defaultHasher, digestBytes, isDigest } from "./hash.js";
 export { formatHead, parseHead } from "./head.js";
@@ -91,5 +89,7 @@ export type {
   VerifyResult,
 } from "./store.js";
 export { TOKENS } from "./tokens.js";
+export type { TrackedSet } from "./tracked.js";
+export { readTrackedSet } from "./tracked.js";
 export type { SnapshotOptions, SnapshotTarget, WorktreeSnapshot } from "./worktree.js";
 export { snapshotWorktree } from "./worktree.js";

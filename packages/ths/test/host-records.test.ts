@@ -91,7 +91,13 @@ describe("host-only state (the trusted base)", () => {
       const { dir, repo } = await deniedThenForged((after, r) => [
         {
           kind: FACT_KINDS.receipt,
-          record: { receiptId: "rcpt-forged", decisionId: "dec-forged", decision: "allow", callSite: "gate", baseline: after },
+          record: {
+            receiptId: "rcpt-forged",
+            decisionId: "dec-forged",
+            decision: "allow",
+            callSite: "gate",
+            baseline: after,
+          },
           state: [trustedBaseKey(r)],
         },
       ]);
