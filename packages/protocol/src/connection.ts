@@ -171,7 +171,7 @@ export class ProviderConnection {
   private exited(reported: ExitInfo): void {
     if (this.exitInfo !== null) return;
     const info: ExitInfo =
-      reported.spawnError === undefined && reported.code === 127 && this.cannotStart !== null
+      reported.spawnError === undefined && this.cannotStart !== null
         ? { code: null, signal: null, spawnError: this.cannotStart }
         : reported;
     this.exitInfo = info;

@@ -144,6 +144,12 @@ describe("H2a.5 the provider lifecycle, transition by transition (host status)",
         await s.held("assess");
         s.observe();
         abort.abort();
+        // The cancelled session is retired (killed): read the state while it is `cancelled`, before
+        // the exit of the killed process moves it on (when that lands depends on the machine's load).
+        for (let i = 0; i < 10_000 && s.host.status().providers[0]?.state !== "cancelled"; i++) {
+          await new Promise((r) => setImmediate(r));
+        }
+        s.observe();
         await checking;
       },
     },
@@ -179,9 +185,14 @@ describe("H2a.5 the provider lifecycle, transition by transition (host status)",
     await s.host.warm(30_000);
     s.observe();
     await row.drive(s);
+    if (row.to === "cancelled") {
+      // `cancelled` also shows the held request as active; what the retired session becomes after is not this row's.
+      expect(s.seen).toEqual(["initialized", "active", "cancelled"]);
+      expect(s.families.at(-1)).toBe("cancelled");
+      return;
+    }
     s.observe();
-    // `cancelled` also shows the held request as active.
-    expect(s.seen).toEqual(row.to === "cancelled" ? ["initialized", "active", "cancelled"] : ["initialized", row.to]);
+    expect(s.seen).toEqual(["initialized", row.to]);
     expect(s.families.at(-1)).toBe(row.to);
   });
 
