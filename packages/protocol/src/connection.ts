@@ -163,8 +163,15 @@ export class ProviderConnection {
     return this.stderrTail;
   }
 
-  /** Exit status, or `null` while the process runs. */
+  /**
+   * Exit status, or `null` while the process runs. A process whose executable could not be run
+   * (the pre-check failed; its exec fails and it exits) reads as could-not-start at once, so a
+   * request that broke on its pipe before the exit was reaped is not taken for a crash.
+   */
   get exit(): ExitInfo | null {
+    if (this.exitInfo === null && this.cannotStart !== null) {
+      return { code: null, signal: null, spawnError: this.cannotStart };
+    }
     return this.exitInfo;
   }
 
@@ -305,6 +312,8 @@ export class ProviderConnection {
 
 /** Why `spec` cannot start (its executable is not an executable file, its cwd not a folder), or null. */
 function launchProblem(spec: LaunchSpec): string | null {
+  // A bare name is looked up on the child's PATH by exec itself; only a path can be checked here.
+  if (!spec.executable.includes("/")) return null;
   try {
     fs.accessSync(spec.executable, fs.constants.X_OK);
     if (!fs.statSync(spec.executable).isFile()) return `spawn ${spec.executable} EACCES (not a file)`;
