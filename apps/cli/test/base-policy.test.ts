@@ -71,7 +71,7 @@ function twoCommitPush(repo: string): void {
   git(repo, "commit", "-q", "-m", "B: a key");
 }
 
-describe("trusted policy from a base revision (host config `policy: { git, path }`)", () => {
+describe("trusted policy from a base revision (host config `policy: { git, path }`)", { timeout: 180_000 }, () => {
   it("H7.1 H7.2 the working tree's edit of the policy file is never read: a secret added with a weakened policy is denied", () => {
     const { repo, config } = setup();
     weakenToNothing(repo);

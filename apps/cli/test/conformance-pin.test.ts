@@ -79,7 +79,7 @@ async function conformanceAxis(config: string): Promise<{ integrity: string; con
   return authority[0] as { integrity: string; conformance: string };
 }
 
-describe("H1a.1 asp conformance result pinned in trusted policy (issue 32 audit)", () => {
+describe("H1a.1 asp conformance result pinned in trusted policy (issue 32 audit)", { timeout: 180_000 }, () => {
   it("H1a.1 --json binds the provider digest and the result digest; pinned, the gate reports conformance verified", async () => {
     const { root, manifest } = providerCopy();
     const run = await runInProcess(["--json", "conformance", "--plugin", root]);

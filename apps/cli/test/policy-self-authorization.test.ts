@@ -52,7 +52,7 @@ function expectAllow(r: { code: number | null; envelope: DecisionEnvelope }): vo
   expect(r.code).toBe(0);
 }
 
-describe("host §7 self-authorization, derived from trusted configuration", () => {
+describe("host §7 self-authorization, derived from trusted configuration", { timeout: 180_000 }, () => {
   describe("when the trusted policy is read at a base revision (`policy: { git, path }`)", () => {
     it("a change loosening the policy at `path` is policy-self-authorization, never allow", () => {
       const { repo, config } = repoWithPolicyAt("trusted/asp.policy.json");
