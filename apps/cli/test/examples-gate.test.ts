@@ -23,7 +23,7 @@ function gate(repo: string, config: string): { code: number | null; envelope: De
   return { code: r.code, envelope };
 }
 
-describe("asp gate on the example repository with the signed example plugins", () => {
+describe("asp gate on the example repository with the signed example plugins", { timeout: 180_000 }, () => {
   it("H1b.5 H1b.6 denies a change with a type error and a fake AWS key (two gating findings, each with a next step), and allows the fix", () => {
     const { repo, config } = setup();
     writeFileSync(
