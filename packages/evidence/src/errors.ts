@@ -35,6 +35,10 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   names `.git` inside a commit): the host cannot hold it, so the snapshot fails rather than
  *   leave the file out (THREAT-MODEL invariant 11; the gate is then indeterminate).
  * - `ASP_EVIDENCE_IO`: a filesystem operation failed while snapshotting (category `internal`).
+ * - `ASP_EVIDENCE_CONDITION_FAILED`: a conditional append (`append(entries, { expect })`) found a
+ *   state key at another seq than expected when it came to commit (another writer appended
+ *   under it first): nothing of that call was written (category `internal`, like a held store:
+ *   re-read the state and decide again). `data: { key, expected, actual }`, each seq or `null`.
  */
 export type EvidenceErrorCode =
   | "ASP_EVIDENCE_NON_CANONICAL_VALUE"
@@ -56,7 +60,8 @@ export type EvidenceErrorCode =
   | "ASP_EVIDENCE_UNSUPPORTED_FORMAT"
   | "ASP_EVIDENCE_GIT_FAILED"
   | "ASP_EVIDENCE_UNREPRESENTABLE_NAME"
-  | "ASP_EVIDENCE_IO";
+  | "ASP_EVIDENCE_IO"
+  | "ASP_EVIDENCE_CONDITION_FAILED";
 
 /** Every {@link EvidenceErrorCode}, for table tests and documentation. */
 export const EVIDENCE_ERROR_CODES: readonly EvidenceErrorCode[] = [
@@ -80,6 +85,7 @@ export const EVIDENCE_ERROR_CODES: readonly EvidenceErrorCode[] = [
   "ASP_EVIDENCE_GIT_FAILED",
   "ASP_EVIDENCE_UNREPRESENTABLE_NAME",
   "ASP_EVIDENCE_IO",
+  "ASP_EVIDENCE_CONDITION_FAILED",
 ];
 
 const INTEGRITY_CODES: ReadonlySet<EvidenceErrorCode> = new Set([
@@ -93,12 +99,14 @@ const INTERNAL_CODES: ReadonlySet<EvidenceErrorCode> = new Set([
   "ASP_EVIDENCE_STORE_CLOSED",
   "ASP_EVIDENCE_GIT_FAILED",
   "ASP_EVIDENCE_IO",
+  "ASP_EVIDENCE_CONDITION_FAILED",
 ]);
 
 /**
  * The one error class `@asp/evidence` throws. Its category follows from the code: integrity
  * failures (`INTEGRITY`, `CHAIN_BROKEN`, `STORE_CORRUPT`) are `integrity`, environment failures
- * (`STORE_LOCKED`, `WRITE_FAILED`, `STORE_CLOSED`, `GIT_FAILED`, `IO`) are `internal`, everything
+ * (`STORE_LOCKED`, `WRITE_FAILED`, `STORE_CLOSED`, `GIT_FAILED`, `IO`) and a lost race
+ * (`CONDITION_FAILED`) are `internal`, everything
  * else is `input`.
  */
 export class EvidenceError extends AspError<EvidenceErrorCode> {

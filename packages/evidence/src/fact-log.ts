@@ -4,6 +4,8 @@ import { EvidenceError } from "./errors.js";
 import { assertDigest, type Digest, digestBytes, type Hasher, isDigest } from "./hash.js";
 import { type Kv, type KvOp, toBytes, toText } from "./kv.js";
 import type {
+  AppendCondition,
+  AppendOptions,
   Clock,
   FactEntry,
   FactIndexKey,
@@ -357,8 +359,39 @@ const MAX_GROUP = 256;
 interface PendingAppend {
   readonly prepared: Prepared[];
   readonly at: string;
+  /** The call's conditions (validated), checked at commit. */
+  readonly expect: readonly AppendCondition[];
   readonly resolve: (entries: FactEntry[]) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** Validate `options.expect` of an append (before anything is queued). */
+function checkConditions(options: AppendOptions | undefined): AppendCondition[] {
+  if (options === undefined) return [];
+  if (options === null || typeof options !== "object") bad("append options must be an object { expect? }", {});
+  const expect = options.expect;
+  if (expect === undefined) return [];
+  if (!Array.isArray(expect)) bad("append options.expect must be an array of { key, seq }", {});
+  const out = expect.map((c: AppendCondition, i: number) => {
+    if (c === null || typeof c !== "object")
+      bad("an append condition must be an object { key, seq }", { condition: i });
+    const key = checkKey(c.key, "condition key", i);
+    if (c.seq !== null && !(Number.isSafeInteger(c.seq) && c.seq >= 1))
+      bad("an append condition's seq must be a positive integer or null", { condition: i, key });
+    return { key, seq: c.seq };
+  });
+  if (new Set(out.map((c) => c.key)).size !== out.length)
+    bad("an append names each condition key at most once", { keys: out.map((c) => c.key) });
+  return out;
+}
+
+function conditionFailed(key: string, expected: number | null, actual: number | null, location: string): EvidenceError {
+  const at = (seq: number | null): string => (seq === null ? "no entry" : `seq ${seq}`);
+  return new EvidenceError(
+    "ASP_EVIDENCE_CONDITION_FAILED",
+    `nothing was appended to the evidence store at ${location}: state key ${JSON.stringify(key)} was expected at ${at(expected)} but is at ${at(actual)} (another writer appended under it first); read it again with latest(key) and decide again`,
+    { data: { key, expected, actual } },
+  );
 }
 
 /**
@@ -421,6 +454,16 @@ export async function createKvFactLog(
     return entry;
   };
 
+  const latestIn = async (kv: Kv, head: FactLogHead | null, key: string): Promise<FactEntry | undefined> => {
+    checkKey(key, "state key", 0);
+    const raw = await kv.get("state", key);
+    if (raw === undefined) return undefined;
+    const entry = await readIn(kv, head, Number(toText(raw)));
+    if (!entry.state.includes(key))
+      throw broken(entry.seq, `the state index points at an entry that does not name ${key}`, loc);
+    return entry;
+  };
+
   const rebuildIn = async (kv: Kv, head: FactLogHead | null): Promise<void> => {
     await kv.batch([INDEXES_STALE], true);
     await kv.clear("idx");
@@ -457,8 +500,11 @@ export async function createKvFactLog(
   if (indexState !== undefined && toText(indexState) !== '"valid"') await rebuild();
 
   let failure: EvidenceError | undefined;
-  /** Commit a group of append calls in one synced batch, then anchor its head; one result per call. */
-  const commit = (group: readonly PendingAppend[]): Promise<FactEntry[][]> => {
+  /**
+   * Commit a group of append calls in one synced batch, then anchor its head; one result per
+   * call: its entries, or the error of a condition that failed (that call wrote nothing).
+   */
+  const commit = (group: readonly PendingAppend[]): Promise<Array<FactEntry[] | EvidenceError>> => {
     if (failure !== undefined) return Promise.reject(failure);
     // Shared: the head is read inside the transaction that holds the chain's write lock.
     return shared === undefined
@@ -471,25 +517,76 @@ export async function createKvFactLog(
             throw failure;
           });
   };
+  /**
+   * The seq of the latest entry naming `key` as this commit sees it: what an earlier call of the
+   * same group wrote, else the state row, whose entry must name `key` (else the index is broken).
+   */
+  const stateSeqIn = async (
+    kv: Kv,
+    start: FactLogHead | null,
+    written: ReadonlyMap<string, number>,
+    key: string,
+  ): Promise<number | null> => {
+    const mine = written.get(key);
+    if (mine !== undefined) return mine;
+    const raw = await kv.get("state", key);
+    if (raw === undefined) return null;
+    const seq = Number(toText(raw));
+    const bytes = Number.isSafeInteger(seq) && seq >= 1 ? await kv.get("log", seqKey(seq)) : undefined;
+    if (bytes === undefined || seq > (start?.seq ?? 0))
+      throw broken(seq, `the state index of ${key} points at an entry the log does not hold`, loc);
+    if (!decodeEntry(bytes, seq, hasher, loc).state.includes(key))
+      throw broken(seq, `the state index points at an entry that does not name ${key}`, loc);
+    return seq;
+  };
+  /** Null when every condition of `call` holds, else the error it fails with. */
+  const conditionsIn = async (
+    kv: Kv,
+    start: FactLogHead | null,
+    written: ReadonlyMap<string, number>,
+    call: PendingAppend,
+  ): Promise<EvidenceError | null> => {
+    for (const c of call.expect) {
+      let actual: number | null;
+      try {
+        actual = await stateSeqIn(kv, start, written, c.key);
+      } catch (error) {
+        // A broken index fails this call only: it is never taken as a condition that holds.
+        if ((error as EvidenceError).code === "ASP_EVIDENCE_CHAIN_BROKEN") return error as EvidenceError;
+        throw error;
+      }
+      if (actual !== c.seq) return conditionFailed(c.key, c.seq, actual, loc);
+    }
+    return null;
+  };
   const commitIn = async (
     kv: Kv,
     start: FactLogHead | null,
     group: readonly PendingAppend[],
-  ): Promise<FactEntry[][]> => {
+  ): Promise<Array<FactEntry[] | EvidenceError>> => {
     let head = start;
     const ops: KvOp[] = [];
-    const outs: FactEntry[][] = [];
+    const outs: Array<FactEntry[] | EvidenceError> = [];
+    // State keys the calls before this one in the group wrote, and at which seq.
+    const written = new Map<string, number>();
     for (const call of group) {
+      const refused = call.expect.length === 0 ? null : await conditionsIn(kv, start, written, call);
+      if (refused !== null) {
+        outs.push(refused);
+        continue;
+      }
       const out: FactEntry[] = [];
       for (const p of call.prepared) {
         const { entry, ops: entryOps } = chainEntry((head?.seq ?? 0) + 1, call.at, p, head?.digest ?? null, hasher);
         ops.push(...entryOps);
         out.push(entry);
         head = { seq: entry.seq, digest: entry.digest };
+        for (const key of entry.state) written.set(key, entry.seq);
       }
       outs.push(out);
     }
-    if (head === null) return outs;
+    // Nothing to write (every call refused, or only empty conditional calls): no batch, no anchor.
+    if (head === null || ops.length === 0) return outs;
     ops.push(headOp(head));
     try {
       await kv.batch(ops, true);
@@ -523,7 +620,9 @@ export async function createKvFactLog(
         try {
           const outs = await commit(group);
           group.forEach((call, i) => {
-            call.resolve(outs[i] as FactEntry[]);
+            const out = outs[i] as FactEntry[] | EvidenceError;
+            if (out instanceof EvidenceError) call.reject(out);
+            else call.resolve(out);
           });
         } catch (error) {
           for (const call of group) call.reject(error);
@@ -535,14 +634,16 @@ export async function createKvFactLog(
   };
 
   const log: FactLog = {
-    async append(inputs) {
+    async append(inputs, appendOptions) {
       if (options.readOnly) throw readOnly("append");
       if (!Array.isArray(inputs)) bad("append takes an array of facts", {});
-      if (inputs.length === 0) return [];
+      const expect = checkConditions(appendOptions);
+      // An empty call with conditions still goes through the commit: it asserts them.
+      if (inputs.length === 0 && expect.length === 0) return [];
       const prepared = inputs.map(prepare);
       const at = clock.now().toISOString();
       return new Promise<FactEntry[]>((resolve, reject) => {
-        pending.push({ prepared, at, resolve, reject });
+        pending.push({ prepared, at, expect, resolve, reject });
         if (!draining) void drain();
       });
     },
@@ -560,16 +661,8 @@ export async function createKvFactLog(
         if (entry.digest !== digest) throw broken(seq, "the digest index points at a different entry", loc);
         return entry;
       }),
-    latest: (key) =>
-      view(async (kv, head) => {
-        checkKey(key, "state key", 0);
-        const raw = await kv.get("state", key);
-        if (raw === undefined) return undefined;
-        const entry = await readIn(kv, head, Number(toText(raw)));
-        if (!entry.state.includes(key))
-          throw broken(entry.seq, `the state index points at an entry that does not name ${key}`, loc);
-        return entry;
-      }),
+    latest: (key) => view((kv, head) => latestIn(kv, head, key)),
+    latestSeq: (key) => view(async (kv, head) => (await latestIn(kv, head, key))?.seq ?? null),
     list: (query: FactQuery = {}) =>
       view(async (kv, head) => {
         if (query.kind !== undefined && query.index !== undefined) bad("list takes kind or index, not both", {});

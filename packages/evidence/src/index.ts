@@ -71,6 +71,8 @@ export { checkStore, SALVAGE_KIND, salvageStore } from "./recovery.js";
 export type { StatCache } from "./stat-cache.js";
 export { createStatCache } from "./stat-cache.js";
 export type {
+  AppendCondition,
+  AppendOptions,
   Clock,
   FactEntry,
   FactIndexKey,

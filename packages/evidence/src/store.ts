@@ -62,6 +62,29 @@ export interface FactInput {
   readonly state?: readonly string[];
 }
 
+/**
+ * One precondition of a conditional append: the latest entry that named `key` in its `state`
+ * must have exactly `seq`; `null` means no entry ever named `key`.
+ */
+export interface AppendCondition {
+  /** A state key, as in {@link FactInput.state}. */
+  readonly key: string;
+  /** The seq the caller read for `key` (e.g. with {@link FactLog.latestSeq}), or `null` for none. */
+  readonly seq: number | null;
+}
+
+/** Options of {@link FactLog.append}. */
+export interface AppendOptions {
+  /**
+   * Commit only if every condition still holds when the batch is committed: checked inside the
+   * same serialized step that assigns the seqs (on a shared store, inside the transaction that
+   * holds the chain's write lock), after every call committed before it in the same group commit.
+   * One state key at most once. When any fails, nothing of this call is written and it throws
+   * `ASP_EVIDENCE_CONDITION_FAILED`; other calls are not affected.
+   */
+  readonly expect?: readonly AppendCondition[];
+}
+
 /** One committed, verified fact. `digest` covers every other field. */
 export interface FactEntry {
   /** 1, 2, 3 ... without gaps. */
@@ -130,8 +153,18 @@ export interface FactLog {
    *   (record), `ASP_EVIDENCE_STORE_CLOSED`, `ASP_EVIDENCE_READ_ONLY`; nothing is written when any
    *   entry is bad. `ASP_EVIDENCE_WRITE_FAILED` when the batch or the anchor could not be made
    *   durable (disk full, I/O error): not acknowledged, and the handle takes no more appends.
+   *   `ASP_EVIDENCE_CONDITION_FAILED` when an `options.expect` condition does not hold at commit
+   *   (`data: { key, expected, actual }`): nothing of this call is written; re-read and decide again.
+   * @example
+   * ```ts
+   * const seq = await log.latestSeq("run/r1"); // read the head of the state key...
+   * // ...decide from what it said, then append only if nobody moved it meanwhile:
+   * await log.append([{ kind: "run.verified", record: { of: seq }, state: ["run/r1"] }], {
+   *   expect: [{ key: "run/r1", seq }],
+   * });
+   * ```
    */
-  append(entries: readonly FactInput[]): Promise<FactEntry[]>;
+  append(entries: readonly FactInput[], options?: AppendOptions): Promise<FactEntry[]>;
   /**
    * The entry at `seq`, verified (own digest and the link from its successor or the head).
    * @throws EvidenceError `ASP_EVIDENCE_NOT_FOUND`, `ASP_EVIDENCE_CHAIN_BROKEN`.
@@ -147,6 +180,12 @@ export interface FactLog {
    * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.
    */
   latest(key: string): Promise<FactEntry | undefined>;
+  /**
+   * The seq of {@link latest}`(key)`, or `null` when no entry named `key`: what a conditional
+   * append ({@link AppendOptions.expect}) compares with.
+   * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.
+   */
+  latestSeq(key: string): Promise<number | null>;
   /**
    * Entries by kind, by index key, or all, ordered by seq; each verified.
    * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.

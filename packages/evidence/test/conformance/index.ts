@@ -16,6 +16,7 @@ import {
   type Store,
   type StoreOptions,
 } from "../../src/index.js";
+import { describeConditionalAppendConformance } from "./conditional-append.js";
 
 /** Raw access to a closed store's rows, to play the attacker who edits the database. */
 export interface RawStoreAccess {
@@ -242,6 +243,8 @@ export function describeStoreConformance(name: string, fixture: StoreFixture): v
       });
     });
   });
+
+  describeConditionalAppendConformance(name, (options) => fixture.open(options ?? { clock: fakeClock() }));
 
   describe(`ObjectStore (${name})`, () => {
     describe("when blobs and trees are put", () => {
