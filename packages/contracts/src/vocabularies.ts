@@ -133,8 +133,12 @@ export type AuthorityAxis = (typeof AUTHORITY_AXES)[number];
 export const AXIS_STATES = ["verified", "unverified", "failed", "not_applicable"] as const;
 export type AxisState = (typeof AXIS_STATES)[number];
 
-/** Plugin kinds (DESIGN §1). */
-export const PLUGIN_KINDS = ["provider", "verifier", "sandbox"] as const;
+/**
+ * Plugin kinds (DESIGN §1): a provider (a subprocess speaking the wire protocol), and three kinds
+ * the host runs in-process: a verifier (Reviewer, Guardian), a sandbox (an assurance mechanism)
+ * and an engine (an Auto Mode agent Engine, which only proposes actions; the host runs them).
+ */
+export const PLUGIN_KINDS = ["provider", "verifier", "sandbox", "engine"] as const;
 export type PluginKind = (typeof PLUGIN_KINDS)[number];
 
 /** Capabilities a plugin may declare and a policy may grant. */
@@ -147,6 +151,8 @@ export const PLUGIN_CAPABILITIES = [
   "sandbox:content_api",
   "sandbox:staged_snapshot",
   "sandbox:bubblewrap",
+  // An agent Engine (kind `engine`): the one capability an engine plugin declares and is granted.
+  "engine",
 ] as const;
 export type PluginCapability = (typeof PLUGIN_CAPABILITIES)[number];
 

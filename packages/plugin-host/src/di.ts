@@ -1,17 +1,20 @@
 // reflect-metadata must be evaluated before tsyringe (tsyringe throws at import otherwise).
 import "reflect-metadata";
-import type { Sandbox as SandboxPort } from "@asp/contracts";
+import type { ActionResult, EnginePort, EnginePortStep, EngineRunParams, Sandbox as SandboxPort } from "@asp/contracts";
 import { type DependencyContainer, type InjectionToken, instanceCachingFactory } from "tsyringe";
 import { PluginError } from "./errors.js";
 import {
+  checkEngineStep,
   checkLaunchResult,
   checkRecoverResult,
   checkStageResult,
   checkVerifyResponse,
+  type InProcessKind,
   type PluginPorts,
   portsFor,
 } from "./ports.js";
 import type {
+  Engine,
   LaunchRequest,
   LoadedInProcess,
   PluginLoadResult,
@@ -24,17 +27,19 @@ import type {
 /**
  * DI tokens of the plugin kinds (DESIGN §3). `Symbol.for` keys, so two copies of the package
  * agree. Every loaded verifier is registered under `TOKENS.Verifier`, every sandbox under
- * `TOKENS.Sandbox`: resolve them with `container.resolveAll(TOKENS.Verifier)`.
+ * `TOKENS.Sandbox`, every engine under `TOKENS.Engine`: resolve them with
+ * `container.resolveAll(TOKENS.Verifier)`.
  */
 export const TOKENS = Object.freeze({
   Verifier: Symbol.for("asp.plugin-host.Verifier") as InjectionToken<Verifier>,
   Sandbox: Symbol.for("asp.plugin-host.Sandbox") as InjectionToken<Sandbox>,
+  Engine: Symbol.for("asp.plugin-host.Engine") as InjectionToken<Engine>,
   PluginLoadResult: Symbol.for("asp.plugin-host.PluginLoadResult") as InjectionToken<PluginLoadResult>,
 });
 
 function instantiate(
   loaded: LoadedInProcess,
-  kind: "verifier" | "sandbox",
+  kind: InProcessKind,
   ports: PluginPorts,
   methods: readonly string[],
 ): unknown {
@@ -64,19 +69,67 @@ function instantiate(
 }
 
 /**
+ * An engine's `run`, every step checked ({@link checkEngineStep}) before the caller sees it. The
+ * iterator is the plugin's own, driven one `next(result)` at a time; a step that does not check
+ * ends the plugin's run (`return()`) and rejects with `ASP_PLUGIN_BAD_OUTPUT`.
+ */
+function checkedRun(
+  id: string,
+  inner: EnginePort,
+  params: EngineRunParams,
+): AsyncIterator<EnginePortStep, void, ActionResult | undefined> {
+  const it = inner.run(params) as AsyncIterator<unknown, unknown, ActionResult | undefined> | null;
+  if (typeof it !== "object" || it === null || typeof it.next !== "function") {
+    throw new PluginError(
+      "ASP_PLUGIN_BAD_OUTPUT",
+      `${id} returned an invalid engine run: run() must return an async iterator`,
+      {
+        data: { id, what: "engine run" },
+      },
+    );
+  }
+  const stop = async (): Promise<void> => {
+    try {
+      await it.return?.();
+    } catch {
+      // The step already failed; the plugin's own cleanup failing changes nothing.
+    }
+  };
+  return {
+    async next(result?: ActionResult): Promise<IteratorResult<EnginePortStep, void>> {
+      const r = await it.next(result);
+      if (r.done === true) return { done: true, value: undefined };
+      try {
+        return { done: false, value: checkEngineStep(id, r.value) };
+      } catch (error) {
+        await stop();
+        throw error;
+      }
+    },
+    async return(): Promise<IteratorResult<EnginePortStep, void>> {
+      await it.return?.();
+      return { done: true, value: undefined };
+    },
+  };
+}
+
+/**
  * Register a {@link PluginLoadResult} in a tsyringe container: each verifier under
- * `TOKENS.Verifier`, each sandbox under `TOKENS.Sandbox` (built on first resolve), and the
- * result itself under `TOKENS.PluginLoadResult`. Refused plugins are never registered.
+ * `TOKENS.Verifier`, each sandbox under `TOKENS.Sandbox`, each engine under `TOKENS.Engine`
+ * (built on first resolve), and the result itself under `TOKENS.PluginLoadResult`. Refused
+ * plugins are never registered.
  *
  * A plugin's `init` receives only the {@link PluginPorts} of its kind, by the keys of
- * {@link PLUGIN_PORT_KEYS} (a verifier: clock and content reader; a sandbox: clock), never
- * anything else in the container. Every answer is validated against its contracts schema
- * before the caller sees it, and a sandbox's guarantee against its grant.
+ * {@link PLUGIN_PORT_KEYS} (a verifier: clock and content reader; a sandbox and an engine:
+ * clock), never anything else in the container. Every answer is validated against its contracts
+ * schema before the caller sees it, a sandbox's guarantee against its grant, and each step an
+ * engine yields against the `EnginePortStep` shape.
  *
  * @throws PluginError `ASP_PLUGIN_FORBIDDEN_PORT` at resolve time when a plugin depends on
  *   anything but its kind's ports; `ASP_PLUGIN_LOAD_FAILED` when its `init` throws or does not
- *   return the port of its kind. `verify()` / `stage()` reject with `ASP_PLUGIN_BAD_OUTPUT`
- *   when the plugin's answer does not validate.
+ *   return the port of its kind (an engine: an object with `run()`). `verify()` / `stage()` and
+ *   an engine run's `next()` reject with `ASP_PLUGIN_BAD_OUTPUT` when the plugin's answer does
+ *   not validate.
  * @example
  * ```ts
  * registerPlugins(container, await loadPlugins({ dirs, trustRoots, policy }), { clock, content });
@@ -130,6 +183,21 @@ export function registerPlugins(container: DependencyContainer, result: PluginLo
               }
             : {}),
         } satisfies Sandbox);
+      }),
+    });
+  }
+  for (const e of result.engines ?? []) {
+    container.register(TOKENS.Engine, {
+      useFactory: instanceCachingFactory(() => {
+        const inner = instantiate(e, "engine", ports, ["run"]) as EnginePort;
+        const id = e.plugin.id;
+        return Object.freeze({
+          id,
+          version: e.plugin.version,
+          digest: e.evidence.digest,
+          capabilities: e.plugin.capabilities,
+          run: (params: EngineRunParams) => checkedRun(id, inner, params),
+        } satisfies Engine);
       }),
     });
   }

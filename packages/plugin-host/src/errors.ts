@@ -6,7 +6,8 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *
  * - `ASP_PLUGIN_NOT_FOUND`: the plugin folder does not exist or has no `asp-plugin.json`.
  * - `ASP_PLUGIN_BAD_MANIFEST`: `asp-plugin.json` is not JSON, fails the contracts schema, names a
- *   missing entry, or disagrees with the signed id/version.
+ *   missing entry, disagrees with the signed id/version, or pairs the capability `engine` with
+ *   another kind or capability (an engine declares exactly `["engine"]`).
  * - `ASP_PLUGIN_UNSIGNED`: there is no `asp-plugin.sig`.
  * - `ASP_PLUGIN_BAD_SIGNATURE`: the signature file is malformed or the ed25519 signature does not verify.
  * - `ASP_PLUGIN_UNTRUSTED_KEY`: the signing key is not among the host's trust roots.
@@ -35,8 +36,9 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   of its kind (see `PLUGIN_PORT_KEYS`): host internals are never resolvable by a plugin.
  * - `ASP_PLUGIN_PORT_UNAVAILABLE`: a verifier depends on an optional port of its kind
  *   (`asp.plugin.HostChecks`) that the composing host does not supply; raised at init, nothing ran.
- * - `ASP_PLUGIN_BAD_OUTPUT`: a verifier's or sandbox's answer fails its contracts schema, or a
- *   sandbox reports a guarantee its grant cannot back.
+ * - `ASP_PLUGIN_BAD_OUTPUT`: a verifier's or sandbox's answer fails its contracts schema, a
+ *   sandbox reports a guarantee its grant cannot back, or an engine's `run` yields a step that is
+ *   not an `EnginePortStep` (or returns no iterator).
  * - `ASP_PLUGIN_UNKNOWN_REQUIREMENT`: pinning a plugin in a policy names a requirement the policy
  *   does not define (`data.requirement`); pinning never creates requirements.
  * - `ASP_PLUGIN_BAD_POLICY`: the policy given to the loader is neither a policy document nor the

@@ -5,7 +5,7 @@
  *   signatures over `{ id, version, digest }` ({@link signPlugin}, {@link writeKeyPair}),
  * - trust roots with expiry and revocation from trusted configuration ({@link readTrustRoots}),
  * - the loader ({@link loadPlugins}): every check before anything runs, precise refusal codes,
- *   providers as trusted launch configurations, verifiers and sandboxes in-process, all run
+ *   providers as trusted launch configurations, verifiers, sandboxes and engines in-process, all run
  *   from a host-owned, content-addressed, read-only copy of the verified bytes (`cachePlugin`),
  * - tsyringe wiring ({@link TOKENS}, {@link registerPlugins}): in-process plugins get only the
  *   {@link PluginPorts} of their kind, and their answers are validated before use.
@@ -52,11 +52,13 @@ export { isTrustRoot, parseTrustDocument, readTrustRoots, TRUST_FILE_TYPE } from
 export type {
   CapturedInit,
   DependencyRefLike,
+  Engine,
   HostChecks,
   HostChecksFile,
   HostChecksFinding,
   HostChecksParams,
   HostChecksResult,
+  LoadedEngine,
   LoadedInProcess,
   LoadedProvider,
   LoadedSandbox,

@@ -18,6 +18,7 @@ import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
 import type {
   CapturedInit,
+  LoadedEngine,
   LoadedProvider,
   LoadedSandbox,
   LoadedVerifier,
@@ -170,6 +171,18 @@ function verifyFolder(dir: string, options: VerifyPluginOptions): VerifiedFolder
       `the manifest says ${manifest.id}@${manifest.version} but the signature covers ${sig.payload.id}@${sig.payload.version}`,
     );
   }
+  // The engine capability names its kind: an engine declares it alone, and nothing else declares it,
+  // so a grant of `engine` is exactly a grant to run an agent Engine.
+  const engineCaps = manifest.capabilities.filter((c) => c === "engine").length;
+  if ((manifest.kind === "engine") !== engineCaps > 0 || (engineCaps > 0 && manifest.capabilities.length !== 1)) {
+    throw new PluginError(
+      "ASP_PLUGIN_BAD_MANIFEST",
+      manifest.kind === "engine"
+        ? `${manifest.id} is an engine: its manifest must declare exactly the capabilities ["engine"]`
+        : `${manifest.id} is a ${manifest.kind}: only an engine may declare the capability engine`,
+      { data: { id: manifest.id, kind: manifest.kind, capabilities: manifest.capabilities } },
+    );
+  }
   if (!satisfiesNodeRange(process.version, manifest.engines.node)) {
     throw new PluginError(
       "ASP_PLUGIN_INCOMPATIBLE",
@@ -249,8 +262,8 @@ export interface LoadPluginsOptions {
    */
   readonly cacheDir?: string;
   /**
-   * The kinds the host will use (default: all). A verified verifier or sandbox of a kind not
-   * listed is never imported: its code does not enter a host that does not use it.
+   * The kinds the host will use (default: all). A verified verifier, sandbox or engine of a kind
+   * not listed is never imported: its code does not enter a host that does not use it.
    */
   readonly kinds?: readonly PluginKind[];
 }
@@ -359,7 +372,12 @@ function discover(dirs: readonly string[], refused: RefusedPlugin[]): string[] {
   return found;
 }
 
-const BRANDS = { verifier: PLUGIN_BRANDS.verifier, sandbox: PLUGIN_BRANDS.sandbox } as const;
+/** The in-process kinds, each with the brand its entry's default export must carry. */
+const BRANDS = {
+  verifier: PLUGIN_BRANDS.verifier,
+  sandbox: PLUGIN_BRANDS.sandbox,
+  engine: PLUGIN_BRANDS.engine,
+} as const;
 
 function loadFailed(id: string, why: string, cause?: unknown): PluginError {
   return new PluginError("ASP_PLUGIN_LOAD_FAILED", `${id}: ${why}`, {
@@ -370,7 +388,7 @@ function loadFailed(id: string, why: string, cause?: unknown): PluginError {
 
 async function loadInProcess(
   v: VerifiedPlugin,
-  kind: "verifier" | "sandbox",
+  kind: keyof typeof BRANDS,
   options: unknown,
 ): Promise<{ init: CapturedInit; options: unknown }> {
   const id = v.manifest.id;
@@ -448,7 +466,7 @@ async function loadInProcess(
  * ({@link LoadPluginsOptions.cacheDir}): exactly the bytes that were hashed, read-only, hashed
  * again, and everything runs from that copy. Providers become trusted launch configurations (a
  * contracts `ProviderManifest`: this node binary, the absolute entry inside the copy, the copy as
- * cwd, the verified digest); verifiers and sandboxes are imported in-process from the copy, their branded
+ * cwd, the verified digest); verifiers, sandboxes and engines are imported in-process from the copy, their branded
  * declaration checked and their `register` phase run. Every failure is a {@link RefusedPlugin}
  * with its precise code, never an exception, whatever the folders hold (missing, unreadable,
  * links to nowhere, anything a plugin's own code throws): a refused required provider is
@@ -470,6 +488,7 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
   const providers: LoadedProvider[] = [];
   const verifiers: LoadedVerifier[] = [];
   const sandboxes: LoadedSandbox[] = [];
+  const engines: LoadedEngine[] = [];
   const refuse = (dir: string, id: string | null, error: unknown): void => {
     const code =
       error instanceof PluginError || (isAspError(error) && error.code.startsWith("ASP_PLUGIN_"))
@@ -571,13 +590,14 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
           init: loaded.init,
         };
         if (v.manifest.kind === "verifier") verifiers.push(Object.freeze({ $$type: "@asp/LoadedVerifier", ...common }));
+        else if (v.manifest.kind === "engine") engines.push(Object.freeze({ $$type: "@asp/LoadedEngine", ...common }));
         else sandboxes.push(Object.freeze({ $$type: "@asp/LoadedSandbox", ...common }));
       }
     } catch (error) {
       refuse(v.dir, id, error);
     }
   }
-  const result: PluginLoadResult = { providers, verifiers, sandboxes, refused, cacheDir };
+  const result: PluginLoadResult = { providers, verifiers, sandboxes, engines, refused, cacheDir };
   if (options.factLog !== undefined) await options.factLog.append(factsOf(result));
   return result;
 }
@@ -588,6 +608,7 @@ export function factsOf(result: PluginLoadResult): FactInput[] {
     ...result.providers.map((p) => ({ kind: "provider", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
     ...result.verifiers.map((p) => ({ kind: "verifier", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
     ...result.sandboxes.map((p) => ({ kind: "sandbox", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
+    ...(result.engines ?? []).map((p) => ({ kind: "engine", plugin: p.plugin, dir: p.dir, evidence: p.evidence })),
   ];
   return [
     ...loaded.map((l) => ({

@@ -1,4 +1,4 @@
-import { type PluginKind, validate } from "@asp/contracts";
+import { type EnginePortStep, type PluginKind, validate } from "@asp/contracts";
 import type { Clock, Digest } from "@asp/evidence";
 import { PluginError } from "./errors.js";
 import type {
@@ -26,7 +26,7 @@ export interface ContentReader {
  * never the DI container.
  */
 export interface PluginPorts {
-  /** The host's clock (`asp.plugin.Clock`): verifiers and sandboxes. */
+  /** The host's clock (`asp.plugin.Clock`): verifiers, sandboxes and engines. */
   readonly clock: Clock;
   /** Blob reads by digest (`asp.plugin.ContentReader`): verifiers only. */
   readonly content: ContentReader;
@@ -46,15 +46,19 @@ export const PLUGIN_PORT_KEYS = Object.freeze({
 } as const);
 
 type PortName = keyof typeof PLUGIN_PORT_KEYS;
-type InProcessKind = Exclude<PluginKind, "provider">;
+/** The plugin kinds the host imports in-process. */
+export type InProcessKind = Exclude<PluginKind, "provider">;
 
 /**
  * Which ports each in-process kind may ask for. A verifier judges content at a time; a sandbox
- * is handed the writes to stage in its request, so it needs only the clock.
+ * is handed the writes to stage in its request, so it needs only the clock; an engine only
+ * proposes actions (the host runs them and hands back their results), so it reaches neither the
+ * store nor the filesystem through the host: the clock only.
  */
 const PORTS_OF: { readonly [K in InProcessKind]: readonly PortName[] } = {
   verifier: ["clock", "content", "checks"],
   sandbox: ["clock"],
+  engine: ["clock"],
 };
 
 function portNamed(kind: InProcessKind, key: string): PortName | undefined {
@@ -222,4 +226,118 @@ export function checkRecoverResult(id: string, value: unknown): RecoverResult {
     throw badOutput(id, "recover result", `${first?.pointer || "/"} ${first?.message ?? ""}`);
   }
   return r.value;
+}
+
+// Bounds of an engine step: generous for real models, small enough that one step cannot flood the
+// host's records.
+const MAX_TEXT = 1024 * 1024;
+const MAX_NAME = 256;
+const MAX_ITEMS = 1024;
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
+const isText = (v: unknown, max: number, min = 0): boolean =>
+  typeof v === "string" && v.length >= min && v.length <= max;
+
+/** The first key of `value` outside `allowed`, or null (steps are closed shapes, like the schemas). */
+function extraKey(value: Record<string, unknown>, allowed: readonly string[]): string | null {
+  return Object.keys(value).find((k) => !allowed.includes(k)) ?? null;
+}
+
+/** True when `value` is plain JSON data: what a tool's arguments must be for the host to digest them. */
+function isJson(value: unknown, depth = 0): boolean {
+  if (depth > 64) return false;
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.length <= 100_000 && value.every((v) => isJson(v, depth + 1));
+  if (!isRecord(value) || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  return Object.values(value).every((v) => isJson(v, depth + 1));
+}
+
+/** Why `step` is not an {@link EnginePortStep}, or null when it is one. */
+function engineStepProblem(step: unknown): string | null {
+  if (!isRecord(step)) return "a step must be an object";
+  const closed = (allowed: string[]): string | null => {
+    const extra = extraKey(step, ["kind", ...allowed]);
+    return extra === null ? null : `/${extra.slice(0, 100)} is not a field of a ${String(step.kind)} step`;
+  };
+  switch (step.kind) {
+    case "prose":
+      return closed(["text"]) ?? (isText(step.text, MAX_TEXT) ? null : "/text must be a string of at most 1 MiB");
+    case "action": {
+      const a = step.action;
+      if (!isRecord(a)) return closed(["action"]) ?? "/action must be an object";
+      const extra = extraKey(a, ["tool", "arguments", "call_id"]);
+      if (extra !== null) return `/action/${extra.slice(0, 100)} is not a field of an action`;
+      if (!isText(a.tool, MAX_NAME, 1)) return "/action/tool must be a non-empty name";
+      if (!isRecord(a.arguments) || !isJson(a.arguments)) return "/action/arguments must be a JSON object";
+      if (a.call_id !== undefined && !isText(a.call_id, MAX_NAME)) return "/action/call_id must be a short string";
+      return closed(["action"]);
+    }
+    case "turn": {
+      const u = step.usage;
+      if (!isRecord(u) || extraKey(u, ["input_tokens", "output_tokens"]) !== null) {
+        return closed(["usage"]) ?? "/usage must be { input_tokens, output_tokens }";
+      }
+      if (!isCount(u.input_tokens) || !isCount(u.output_tokens)) return "/usage counts must be integers >= 0";
+      return closed(["usage"]);
+    }
+    case "cancelled":
+      return closed([]);
+    case "max_turns":
+      return closed(["turns"]) ?? (isCount(step.turns) ? null : "/turns must be an integer >= 0");
+    case "failed":
+      if (typeof step.code !== "string" || !/^[A-Z][A-Z0-9_]{0,127}$/.test(step.code)) {
+        return "/code must be a SCREAMING_SNAKE code";
+      }
+      if (typeof step.outcome !== "string" || !/^[a-z][a-z0-9_]{0,63}$/.test(step.outcome)) {
+        return "/outcome must be a snake_case attempt outcome";
+      }
+      return closed(["code", "outcome", "message"]) ?? (isText(step.message, 4096) ? null : "/message too long");
+    case "completion": {
+      if (!isText(step.payload, MAX_TEXT)) return "/payload must be a string of at most 1 MiB";
+      const arts = step.artifacts;
+      if (!Array.isArray(arts) || arts.length > MAX_ITEMS) return "/artifacts must be an array";
+      for (const [i, art] of arts.entries()) {
+        if (
+          !isRecord(art) ||
+          extraKey(art, ["artifact_id", "version_id", "bytes"]) !== null ||
+          !isText(art.artifact_id, MAX_NAME, 1) ||
+          !isText(art.version_id, MAX_NAME, 1) ||
+          !((art as { bytes?: unknown }).bytes instanceof Uint8Array)
+        ) {
+          return `/artifacts/${i} must be { artifact_id, version_id, bytes: Uint8Array }`;
+        }
+      }
+      const ev = step.evidence;
+      if (!Array.isArray(ev) || ev.length > MAX_ITEMS) return "/evidence must be an array";
+      for (const [i, e] of ev.entries()) {
+        if (
+          !isRecord(e) ||
+          extraKey(e, ["name", "bytes"]) !== null ||
+          !isText(e.name, MAX_NAME, 1) ||
+          !((e as { bytes?: unknown }).bytes instanceof Uint8Array)
+        ) {
+          return `/evidence/${i} must be { name, bytes: Uint8Array }`;
+        }
+      }
+      return closed(["payload", "artifacts", "evidence"]);
+    }
+    default:
+      return `/kind ${JSON.stringify(String(step.kind)).slice(0, 60)} is not an engine step`;
+  }
+}
+
+/**
+ * An engine's step, checked against the contracts `EnginePortStep` shape (closed: an unknown
+ * field, such as a host-owned `decision` or `action_digest` on an action, is refused; an action's
+ * arguments must be plain JSON the host can digest).
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OUTPUT` when it is not one.
+ */
+export function checkEngineStep(id: string, value: unknown): EnginePortStep {
+  const problem = engineStepProblem(value);
+  if (problem !== null) throw badOutput(id, "engine step", problem);
+  return value as EnginePortStep;
 }

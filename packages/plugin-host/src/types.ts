@@ -1,4 +1,5 @@
 import type {
+  EnginePort,
   PluginCapability,
   PluginManifest,
   ProviderManifest,
@@ -74,6 +75,11 @@ export interface LoadedSandbox extends LoadedInProcess {
   readonly $$type: "@asp/LoadedSandbox";
 }
 
+/** A verified, granted engine plugin, an Auto Mode agent Engine (not yet instantiated: see `registerPlugins`). */
+export interface LoadedEngine extends LoadedInProcess {
+  readonly $$type: "@asp/LoadedEngine";
+}
+
 /** A plugin that was refused, and exactly why. Nothing from it ran. */
 export interface RefusedPlugin {
   /** The folder: its real path (symbolic links resolved), or the path as named when it has none. */
@@ -95,6 +101,11 @@ export interface PluginLoadResult {
   readonly providers: readonly LoadedProvider[];
   readonly verifiers: readonly LoadedVerifier[];
   readonly sandboxes: readonly LoadedSandbox[];
+  /**
+   * Engine plugins. `loadPlugins` always sets it; a result a caller assembles by hand (one chosen
+   * verifier, say) may leave it out, which registers no engine.
+   */
+  readonly engines?: readonly LoadedEngine[];
   readonly refused: readonly RefusedPlugin[];
   /** The plugin cache the loaded plugins run from (`null` when nothing was verified and none was given). */
   readonly cacheDir: string | null;
@@ -110,6 +121,17 @@ export interface Verifier extends VerifierPort {
 
 /** A registered sandbox (resolved from `TOKENS.Sandbox`), stamped with its verified identity. */
 export interface Sandbox extends SandboxPort {
+  readonly id: string;
+  readonly version: string;
+  readonly digest: Digest;
+  readonly capabilities: readonly PluginCapability[];
+}
+
+/**
+ * A registered engine (resolved from `TOKENS.Engine`), stamped with its verified identity. Every
+ * step its `run` yields has been checked against the `EnginePortStep` shape before the caller sees it.
+ */
+export interface Engine extends EnginePort {
   readonly id: string;
   readonly version: string;
   readonly digest: Digest;

@@ -40,12 +40,33 @@ export default {
   },
 };
 `,
+  engine: (id, caps) => `globalThis.__aspImported = { ...globalThis.__aspImported, ${JSON.stringify(id)}: true };
+export default {
+  $$type: "@asp/EnginePlugin", version: 1, kind: "engine", id: ${JSON.stringify(id)}, capabilities: ${JSON.stringify(caps)},
+  optionsSchema: { type: "object", properties: { greeting: { type: "string" } }, additionalProperties: false },
+  register(reg) {
+    reg.registerInit({
+      deps: { clock: { $$type: "@asp/DependencyRef", key: "asp.plugin.Clock" } },
+      init: ({ clock }, ctx) => ({
+        async *run(params) {
+          yield { kind: "prose", text: (ctx.options.greeting ?? "hello") + " at " + clock.now().toISOString() };
+          const result = yield { kind: "action", action: { tool: "read_file", arguments: { path: "a.txt" }, call_id: "c1" } };
+          yield { kind: "turn", usage: { input_tokens: 3, output_tokens: 4 } };
+          const seen = result?.status === "executed" ? result.output : "refused " + result?.code;
+          yield { kind: "completion", payload: params.task + ": " + seen, artifacts: [], evidence: [] };
+        },
+      }),
+    });
+  },
+};
+`,
 };
 
 const DEFAULT_CAPS: Record<PluginKind, PluginCapability[]> = {
   provider: ["check"],
   verifier: ["review"],
   sandbox: ["sandbox:staged_snapshot"],
+  engine: ["engine"],
 };
 
 /** Write an unsigned plugin folder of `kind` and return its path. */

@@ -4,8 +4,9 @@
  * - {@link defineProvider}: a check / inspect / edit provider speaking the Core Profile wire
  *   protocol over stdio (`@asp/protocol` on vscode-jsonrpc), with content read only through host callbacks and
  *   `validAsOf` filled in by the SDK,
- * - {@link defineVerifier} and {@link defineSandbox}: in-process plugins declared in two phases
- *   (`register`, then `init` with typed dependencies), loaded by `@asp/plugin-host`,
+ * - {@link defineVerifier}, {@link defineSandbox} and {@link defineEngine}: in-process plugins
+ *   declared in two phases (`register`, then `init` with typed dependencies), loaded by
+ *   `@asp/plugin-host`,
  * - {@link TreeLister}, {@link TextCache} and {@link ContentSource}: tree listings and blob texts
  *   cached by digest across requests, for providers that keep a warm index.
  *
@@ -20,14 +21,23 @@ export { resolveRelative, TextCache, TreeLister, throwIfAborted } from "./conten
 export type { SdkErrorCode } from "./errors.js";
 export { SDK_ERROR_CODES, SdkError } from "./errors.js";
 export type {
+  ActionResult,
   DependencyMap,
   DependencyRef,
+  EngineArtifact,
+  EnginePlugin,
+  EnginePort,
+  EngineRunParams,
+  EngineStep,
+  EngineToolSpec,
+  EngineUsage,
   GuardianRequest,
   GuardianResponse,
   PluginDeclaration,
   PluginInit,
   PluginInitContext,
   PluginRegistrar,
+  ProposedAction,
   ResolvedDependencies,
   ReviewFinding,
   ReviewRequest,
@@ -43,8 +53,10 @@ export type {
 } from "./plugin.js";
 export {
   createDependencyRef,
+  defineEngine,
   defineSandbox,
   defineVerifier,
+  isEnginePlugin,
   isSandboxPlugin,
   isVerifierPlugin,
 } from "./plugin.js";

@@ -1,12 +1,20 @@
-import type { PluginCapability, Sandbox, Verifier } from "@asp/contracts";
+import type { EnginePort, PluginCapability, Sandbox, Verifier } from "@asp/contracts";
 import { PLUGIN_BRANDS, PLUGIN_CAPABILITIES } from "@asp/contracts";
 import { SdkError } from "./errors.js";
 
-// The port types (Verifier, Sandbox and their requests and answers) and the brands are declared
-// once, in `@asp/contracts`: `@asp/plugin-host` checks the same brands without importing the SDK.
+// The port types (Verifier, Sandbox, the Engine and their requests and answers) and the brands are
+// declared once, in `@asp/contracts`: `@asp/plugin-host` checks the same brands without importing the SDK.
 export type {
+  ActionResult,
+  EngineArtifact,
+  EnginePort,
+  EnginePortStep as EngineStep,
+  EngineRunParams,
+  EngineToolSpec,
+  EngineUsage,
   GuardianRequest,
   GuardianResponse,
+  ProposedAction,
   ReviewFinding,
   ReviewRequest,
   ReviewResponse,
@@ -20,6 +28,7 @@ export type {
 
 const VERIFIER_BRAND = PLUGIN_BRANDS.verifier;
 const SANDBOX_BRAND = PLUGIN_BRANDS.sandbox;
+const ENGINE_BRAND = PLUGIN_BRANDS.engine;
 const DEPENDENCY_BRAND = PLUGIN_BRANDS.dependencyRef;
 
 /** A typed reference to a host port; the host hands the port of that key, if its kind may have it. */
@@ -32,7 +41,8 @@ export interface DependencyRef<T> {
 
 /**
  * Name a host port a plugin depends on, by its key: a verifier may ask for `asp.plugin.Clock` and
- * `asp.plugin.ContentReader`, a sandbox for `asp.plugin.Clock` (any other key refuses the plugin).
+ * `asp.plugin.ContentReader`, a sandbox and an engine for `asp.plugin.Clock` (any other key refuses
+ * the plugin).
  *
  * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for an empty key.
  */
@@ -94,6 +104,16 @@ export interface SandboxPlugin
   readonly kind: "sandbox";
 }
 
+/**
+ * An engine plugin (an Auto Mode agent Engine): the branded value its entry module exports as
+ * `default`. Its port proposes actions; the host alone runs them.
+ */
+export interface EnginePlugin extends PluginDeclaration<EnginePort, "engine"> {
+  readonly $$type: typeof ENGINE_BRAND;
+  readonly version: 1;
+  readonly kind: "engine";
+}
+
 function checkDeclaration(what: string, decl: PluginDeclaration<unknown, PluginCapability>, allowed: string[]): void {
   const bad = (message: string, field: string): never => {
     throw new SdkError("ASP_SDK_INVALID_DEFINITION", `${what}: ${message}`, { data: { field } });
@@ -148,6 +168,37 @@ export function defineSandbox(
   return Object.freeze({ ...decl, $$type: SANDBOX_BRAND, version: 1, kind: "sandbox" });
 }
 
+/**
+ * Declare an engine plugin: an agent Engine whose `run(params)` is an async iterator of steps
+ * (`prose`, `action`, `turn`, then one `completion`, `failed` or `max_turns`). It never runs a tool:
+ * an `action` step proposes one, and the host passes its `ActionResult` to the next `next()`. Same
+ * two phases as {@link defineVerifier}; an engine may depend on `asp.plugin.Clock` only.
+ *
+ * @throws SdkError `ASP_SDK_INVALID_DEFINITION` for a bad id, capability or register.
+ * @example
+ * ```ts
+ * export default defineEngine({
+ *   id: "engine-echo",
+ *   capabilities: ["engine"],
+ *   register(reg) {
+ *     reg.registerInit({
+ *       deps: {},
+ *       init: () => ({
+ *         async *run(params) {
+ *           yield { kind: "turn", usage: { input_tokens: 0, output_tokens: 0 } };
+ *           yield { kind: "completion", payload: params.task, artifacts: [], evidence: [] };
+ *         },
+ *       }),
+ *     });
+ *   },
+ * });
+ * ```
+ */
+export function defineEngine(decl: PluginDeclaration<EnginePort, "engine">): EnginePlugin {
+  checkDeclaration("defineEngine", decl, ["engine"]);
+  return Object.freeze({ ...decl, $$type: ENGINE_BRAND, version: 1, kind: "engine" });
+}
+
 /** True for a {@link VerifierPlugin}, including one made by another copy of the SDK. */
 export function isVerifierPlugin(value: unknown): value is VerifierPlugin {
   return typeof value === "object" && value !== null && (value as { $$type?: unknown }).$$type === VERIFIER_BRAND;
@@ -156,4 +207,9 @@ export function isVerifierPlugin(value: unknown): value is VerifierPlugin {
 /** True for a {@link SandboxPlugin}, including one made by another copy of the SDK. */
 export function isSandboxPlugin(value: unknown): value is SandboxPlugin {
   return typeof value === "object" && value !== null && (value as { $$type?: unknown }).$$type === SANDBOX_BRAND;
+}
+
+/** True for an {@link EnginePlugin}, including one made by another copy of the SDK. */
+export function isEnginePlugin(value: unknown): value is EnginePlugin {
+  return typeof value === "object" && value !== null && (value as { $$type?: unknown }).$$type === ENGINE_BRAND;
 }
