@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { BUDGET_LIMITS, STAGE_FLAGS } from "@asp/contracts";
+import { BUILT_STAGES } from "@asp/rollout";
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../src/exit-codes.js";
 import { runCli } from "../src/main.js";
@@ -41,6 +42,13 @@ describe("asp config show", () => {
       expect(r.code).toBe(EXIT.ok);
       const report = JSON.parse(r.stdout);
       expect(Object.keys(report.stages)).toEqual([...STAGE_FLAGS]);
+      expect(report.built_stages).toEqual([
+        "stage2_auto_run_storage",
+        "stage3_scientific_review_shadow",
+        "stage4_review_completion_gate",
+        "stage8_loop_circuits",
+      ]);
+      for (const flag of STAGE_FLAGS) expect(report.stages[flag].built).toBe(BUILT_STAGES.includes(flag));
       expect(Object.keys(report.budgets)).toEqual([...BUDGET_LIMITS]);
       expect(report.selection).toMatchObject({ source: "built_in", preset: { value: "off" } });
       expect(report.budgets.wall_time_s).toMatchObject({ value: 900, source: { kind: "built_in" } });
@@ -50,6 +58,11 @@ describe("asp config show", () => {
       const r = await run(["config", "show"]);
       expect(r.code).toBe(EXIT.ok);
       expect(r.stdout).toContain("stage12_restart_recovery");
+      expect(r.stdout).toContain(
+        "  built: stage2_auto_run_storage, stage3_scientific_review_shadow, stage4_review_completion_gate, stage8_loop_circuits",
+      );
+      expect(r.stdout).toMatch(/^ {2}stage2_auto_run_storage +off +built +built-in default$/m);
+      expect(r.stdout).toMatch(/^ {2}stage7_guardian_enforcement +off +not built +built-in default$/m);
       expect(r.stdout).toContain("Selection (winning source: built_in)");
       expect(r.stdout).toMatch(/guardian_window_size\s+50 \/ 50/);
     });
@@ -131,9 +144,30 @@ describe("asp config show", () => {
 
     it("reads a host alias prefix", async () => {
       const r = await run(["config", "show", "--env-alias", "ASP_", "--json"], {
-        ASP_STAGE7_GUARDIAN_ENFORCEMENT: "on",
+        ASP_STAGE8_LOOP_CIRCUITS: "on",
       });
-      expect(JSON.parse(r.stdout).stages.stage7_guardian_enforcement).toMatchObject({ enabled: true });
+      expect(JSON.parse(r.stdout).stages.stage8_loop_circuits).toMatchObject({ enabled: true, built: true });
+    });
+
+    it("accepts an unbuilt stage set off, and says it is not built", async () => {
+      const cwd = workdir({ "deploy.json": { stages: { stage5_auto_repair: false } } });
+      const r = await run(
+        ["config", "show", "--deployment", "deploy.json", "--json"],
+        { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "0" },
+        cwd,
+      );
+      expect(r.code).toBe(EXIT.ok);
+      const report = JSON.parse(r.stdout);
+      expect(report.stages.stage5_auto_repair).toMatchObject({
+        enabled: false,
+        built: false,
+        source: { kind: "deployment", origin: "deploy.json" },
+      });
+      expect(report.stages.stage7_guardian_enforcement).toMatchObject({
+        enabled: false,
+        built: false,
+        source: { kind: "env" },
+      });
     });
   });
 
@@ -180,6 +214,45 @@ describe("asp config show", () => {
       expect(missing.stderr).toMatch(/^asp: ASP_CLI_BAD_INPUT: /);
     });
 
+    // issue 25: a stage that is not built, turned on, would show "on" and change nothing.
+    it("refuses an unbuilt stage turned on by a variable with the step that turns it off", async () => {
+      const r = await run(["config", "show"], { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "1" });
+      expect(r.code).toBe(EXIT.usage);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toMatch(/^asp: ASP_ROLLOUT_STAGE_NOT_BUILT: stage7_guardian_enforcement /);
+      expect(r.stderr).toContain("Turn it off: unset OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT\n");
+      const json = await run(["config", "show", "--json"], { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "1" });
+      expect(json.code).toBe(EXIT.usage);
+      expect(JSON.parse(json.stdout).error).toMatchObject({
+        code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
+        data: {
+          key: "OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT",
+          source: "env",
+          stage: "stage7_guardian_enforcement",
+          built: [...BUILT_STAGES],
+        },
+      });
+    });
+
+    it("refuses an unbuilt stage turned on by the deployment file or a host alias, naming where", async () => {
+      const cwd = workdir({ "deploy.json": { stages: { stage2_auto_run_storage: true, stage5_auto_repair: true } } });
+      const file = await run(["config", "show", "--deployment", "deploy.json", "--json"], {}, cwd);
+      expect(file.code).toBe(EXIT.usage);
+      const error = JSON.parse(file.stdout).error;
+      expect(error).toMatchObject({
+        code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
+        data: { key: "stages.stage5_auto_repair", source: "deployment", origin: "deploy.json" },
+      });
+      expect(error.message).toContain(
+        "Turn it off: remove stages.stage5_auto_repair from deploy.json (or set it to false)",
+      );
+      const alias = await run(["config", "show", "--env-alias", "ASP_"], { ASP_STAGE12_RESTART_RECOVERY: "yes" });
+      expect(alias.code).toBe(EXIT.usage);
+      expect(alias.stderr).toMatch(
+        /^asp: ASP_ROLLOUT_STAGE_NOT_BUILT: .*Turn it off: unset ASP_STAGE12_RESTART_RECOVERY$/m,
+      );
+    });
+
     it("refuses stage flags in a project file", async () => {
       const cwd = workdir({ "project.json": { stages: { stage5_auto_repair: true } } });
       const r = await run(["config", "show", "--project", "project.json"], {}, cwd);
@@ -209,6 +282,14 @@ describe("asp config show", () => {
       });
       expect(bad.status).toBe(64);
       expect(bad.stderr).toMatch(/^asp: ASP_ROLLOUT_BAD_BOOLEAN: OPENAI4S_STAGE8_LOOP_CIRCUITS/);
+      const unbuilt = spawnSync(process.execPath, [bin, "config", "show"], {
+        encoding: "utf8",
+        env: { PATH: process.env.PATH, OPENAI4S_STAGE1_TRUSTED_DELIVERY: "1" },
+      });
+      expect(unbuilt.status).toBe(64);
+      expect(unbuilt.stdout).toBe("");
+      expect(unbuilt.stderr).toMatch(/^asp: ASP_ROLLOUT_STAGE_NOT_BUILT: stage1_trusted_delivery /);
+      expect(unbuilt.stderr).toContain("Turn it off: unset OPENAI4S_STAGE1_TRUSTED_DELIVERY\n");
     });
   });
 });

@@ -520,6 +520,48 @@ export class BudgetMeter {
     return this.#consume("extra_tokens", tokens);
   }
 
+  /**
+   * Record one finished model turn's tokens, which were spent before anyone could refuse them:
+   * the first recorded turn is the initial turn (its tokens set the base of the 1.5x budget when
+   * the meter was created without one); every later turn's tokens count as extra, recorded even
+   * past the ceiling so the ledger shows the truth. Returns refused (`budget_exhausted`) once the
+   * extra tokens reach multiplier x the initial turn's: no further autonomous action is admitted.
+   *
+   * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a count that is not a whole number >= 0.
+   */
+  recordTurnTokens(tokens: number): BudgetCheck {
+    if (!Number.isSafeInteger(tokens) || tokens < 0) badAmount("tokens");
+    const limit = "extra_token_multiplier";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    if (this.#ledger.initial_turn_tokens === null) {
+      this.#ledger.initial_turn_tokens = tokens;
+      this.#touch();
+      return { admitted: true, active: true, limit };
+    }
+    const used = this.#ledger.consumed.extra_tokens + tokens;
+    this.#ledger.consumed.extra_tokens = used;
+    this.#touch();
+    const ceiling = this.ceiling("extra_tokens");
+    return used >= ceiling && tokens > 0
+      ? { admitted: false, active: true, limit, reason: "budget_exhausted", used, ceiling }
+      : { admitted: true, active: true, limit };
+  }
+
+  /**
+   * Whether the extra-token budget is already spent (the check before the next action).
+   */
+  checkTokens(): BudgetCheck {
+    const limit = "extra_token_multiplier";
+    if (!this.isActive(limit) || this.#ledger.initial_turn_tokens === null) {
+      return { admitted: true, active: this.isActive(limit), limit };
+    }
+    const used = this.#ledger.consumed.extra_tokens;
+    const ceiling = this.ceiling("extra_tokens");
+    return used > 0 && used >= ceiling
+      ? { admitted: false, active: true, limit, reason: "budget_exhausted", used, ceiling }
+      : { admitted: true, active: true, limit };
+  }
+
   // ------------------------------------------------------------ deadlines
 
   /** Check the run's wall-time deadline (`started_at` + `wall_time_s`) against the clock. */
@@ -727,7 +769,7 @@ function structuredCloneJson<T>(value: T): T {
  * @example
  * ```ts
  * const meter = createBudgetMeter({ run, budgets: DEFAULT_BUDGETS, flags, clock: { now: Date.now } });
- * meter.admitRepairRound(); // { admitted: true, active: true, limit: "max_repair_rounds" } with stage 5 on
+ * meter.admitReviewAttempt("cand-1"); // { admitted: true, active: true, limit: "max_review_rounds" } with stage 4 on
  * store.put(meter.toJSON()); // ... later: BudgetMeter.fromLedger(stored, { flags, clock })
  * ```
  * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a bad run identity or `initialTurnTokens`.

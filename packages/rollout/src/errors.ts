@@ -29,6 +29,13 @@ export type RolloutErrorCode =
   | "ASP_ROLLOUT_ALIAS_CONFLICT"
   /** A caller-supplied option is malformed (alias prefix, run identity, meter use). */
   | "ASP_ROLLOUT_INVALID_OPTION"
+  /**
+   * A stage flag turned on (by its variable, a host alias or the deployment configuration's
+   * `stages`) whose stage is not built yet (not in `BUILT_STAGES`): it would change nothing.
+   * `data.stage` names the flag, `key` / `source` / `data.origin` where it was turned on,
+   * `data.unbuilt` every such flag, `data.built` the built stages.
+   */
+  | "ASP_ROLLOUT_STAGE_NOT_BUILT"
   /** Persisting a run's selection while `stage2_auto_run_storage` is off. */
   | "ASP_ROLLOUT_STAGE_DISABLED"
   /** A second, different selection persisted for a run that already has one. */

@@ -2,6 +2,7 @@
  * `@asp/rollout`: the Auto Mode rollout and configuration layer.
  *
  * - twelve independent, default-off stage flags ({@link StageFlags.isEnabled} is the only query),
+ *   of which only the built ones ({@link BUILT_STAGES}) may be turned on,
  * - strict closed-vocabulary parsing of Auto Mode configuration ({@link parseAutoModeConfig}),
  * - the Stage 2 selection precedence ({@link resolveSelection}) with preset normalization,
  * - the contract's thirteen budget ceilings, which configuration may only tighten
@@ -49,7 +50,15 @@ export { aliasOf, CONTRACT_ENV_PREFIX } from "./env.js";
 export type { RolloutErrorCode } from "./errors.js";
 export { RolloutError } from "./errors.js";
 export type { StageFlagInputs, StageFlagState } from "./flags.js";
-export { createStageFlags, isStageFlags, resolveStageFlags, STAGE_ENV_VARS, StageFlags } from "./flags.js";
+export {
+  BUILT_STAGES,
+  createStageFlags,
+  isStageBuilt,
+  isStageFlags,
+  resolveStageFlags,
+  STAGE_ENV_VARS,
+  StageFlags,
+} from "./flags.js";
 export type { ValueLocation } from "./parse.js";
 export { FALSE_SPELLINGS, parseBoolean, parseEnum, parsePositiveNumber, TRUE_SPELLINGS } from "./parse.js";
 export type { PersistedSelection, RunConfiguration, SelectionStoreOptions, StoredSelection } from "./persist.js";

@@ -11,7 +11,7 @@ import {
 } from "./budgets.js";
 import { type ConfigScope, type ParsedAutoModeConfig, parseAutoModeConfig, type SelectionKey } from "./config.js";
 import { checkAliasPrefix, checkUnknownVariables, type Environment } from "./env.js";
-import { resolveStageFlags, STAGE_ENV_VARS, type StageFlags } from "./flags.js";
+import { BUILT_STAGES, resolveStageFlags, STAGE_ENV_VARS, type StageFlags } from "./flags.js";
 import {
   type LegacyReviewAuto,
   type Normalization,
@@ -54,6 +54,10 @@ const BRAND = "@asp/RolloutConfiguration";
  *   Repair starts. Stage 9 is not switched on implicitly.
  * - `checkpointed`: Stage 5 and Stage 9 are on with `auto_fix`; Repair starts only from a committed
  *   checkpoint within a bounded mutation set.
+ *
+ * Neither Stage 5 nor Stage 9 is built yet, so {@link resolveConfiguration} refuses to turn them
+ * on (`ASP_ROLLOUT_STAGE_NOT_BUILT`) and every configuration it resolves has `repair: "off"`; the
+ * rule is kept for when they are built (ADR 0006, "Amended").
  */
 export type RepairAdmission = "off" | "safe_rollback_unavailable" | "checkpointed";
 
@@ -101,7 +105,9 @@ function configBudgetSource(config: ParsedAutoModeConfig) {
  * ```
  * @throws RolloutError any code of {@link parseAutoModeConfig}, {@link resolveStageFlags},
  *   {@link resolveSelection} and {@link tightenBudgets}; `ASP_ROLLOUT_UNKNOWN_KEY` for an unknown
- *   variable in the contract's namespaces; `ASP_ROLLOUT_INVALID_OPTION` for a bad alias prefix.
+ *   variable in the contract's namespaces; `ASP_ROLLOUT_INVALID_OPTION` for a bad alias prefix;
+ *   `ASP_ROLLOUT_STAGE_NOT_BUILT` when the environment or the deployment configuration turns on
+ *   a stage that is not built ({@link BUILT_STAGES}).
  */
 export function resolveConfiguration(inputs: ResolveConfigurationInputs = {}): ResolvedConfiguration {
   const env = inputs.env ?? {};
@@ -146,12 +152,26 @@ export interface ReportedValue<T> {
   readonly source: ValueSource;
 }
 
-/** What `asp config show --json` prints: every flag, the selection and every budget, with sources. */
+/**
+ * What `asp config show --json` prints: every flag (and whether its stage is built), the
+ * selection and every budget, with sources.
+ */
 export interface ConfigurationReport {
   /** What Auto Repair does under this configuration (ADR 0006). */
   readonly repair: RepairAdmission;
+  /** The stages that are built, in stage order ({@link BUILT_STAGES}); only these can be on. */
+  readonly built_stages: ReadonlyArray<StageFlag>;
   readonly stages: Readonly<
-    Record<StageFlag, { readonly enabled: boolean; readonly env: string; readonly source: ValueSource }>
+    Record<
+      StageFlag,
+      {
+        readonly enabled: boolean;
+        /** Whether the stage is built; turning on one that is not is `ASP_ROLLOUT_STAGE_NOT_BUILT`. */
+        readonly built: boolean;
+        readonly env: string;
+        readonly source: ValueSource;
+      }
+    >
   >;
   readonly selection: {
     readonly preset: ReportedValue<string>;
@@ -187,10 +207,19 @@ export function configurationReport(config: ResolvedConfiguration): Configuratio
   });
   return {
     repair: config.repair,
+    built_stages: [...BUILT_STAGES],
     stages: Object.fromEntries(
       STAGE_FLAGS.map((flag) => {
         const state = config.flags.describe(flag);
-        return [flag, { enabled: state.enabled, env: STAGE_ENV_VARS[flag], source: state.source }];
+        return [
+          flag,
+          {
+            enabled: state.enabled,
+            built: BUILT_STAGES.includes(flag),
+            env: STAGE_ENV_VARS[flag],
+            source: state.source,
+          },
+        ];
       }),
     ) as ConfigurationReport["stages"],
     selection: {

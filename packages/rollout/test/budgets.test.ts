@@ -1,6 +1,7 @@
 import { BUDGET_LIMITS, type BudgetLimit, STAGE_FLAGS, validate } from "@asp/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { stageFlagsForTests } from "../src/flags.js";
 import {
   BUDGET_TABLE,
   BudgetMeter,
@@ -245,10 +246,13 @@ function manualClock(start = T0): Clock & { advance(seconds: number): void } {
   };
 }
 
-function meterWith(stages: Parameters<typeof createStageFlags>[0], budgets = DEFAULT_BUDGETS, clock = manualClock()) {
+// The meter is built, but most budgets belong to stages that are not (5, 7): turning those on is
+// ASP_ROLLOUT_STAGE_NOT_BUILT for every caller, so these tests use the package-internal
+// stageFlagsForTests (not exported from index.ts) to drive the counting the stages will use.
+function meterWith(stages: Parameters<typeof stageFlagsForTests>[0], budgets = DEFAULT_BUDGETS, clock = manualClock()) {
   return {
     clock,
-    meter: createBudgetMeter({ run: RUN, budgets, flags: createStageFlags(stages), clock, initialTurnTokens: 1000 }),
+    meter: createBudgetMeter({ run: RUN, budgets, flags: stageFlagsForTests(stages), clock, initialTurnTokens: 1000 }),
   };
 }
 
@@ -301,7 +305,7 @@ describe("BudgetMeter", () => {
     });
 
     it("requires initialTurnTokens to admit tokens", () => {
-      const flags = createStageFlags(["stage5_auto_repair"]);
+      const flags = stageFlagsForTests(["stage5_auto_repair"]);
       const meter = createBudgetMeter({ run: RUN, budgets: DEFAULT_BUDGETS, flags, clock: manualClock() });
       expect(() => meter.admitTokens(10)).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
     });
@@ -375,7 +379,7 @@ describe("BudgetMeter", () => {
       const { meter, clock } = meterWith(["stage5_auto_repair"]);
       clock.advance(899);
       const reopened = BudgetMeter.fromLedger(meter.toJSON(), {
-        flags: createStageFlags(["stage5_auto_repair"]),
+        flags: stageFlagsForTests(["stage5_auto_repair"]),
         clock,
       });
       clock.advance(1);
@@ -503,7 +507,7 @@ describe("BudgetMeter", () => {
         fc.constantFrom("allow" as const, "deny" as const).map((d) => (m: BudgetMeter) => m.recordGuardianDecision(d)),
         fc.constant((m: BudgetMeter) => m.askGuardian(D(5))),
       );
-      const flags = createStageFlags(STAGE_FLAGS);
+      const flags = stageFlagsForTests(STAGE_FLAGS);
       fc.assert(
         fc.property(fc.array(op, { maxLength: 60 }), fc.array(op, { maxLength: 20 }), (before, after) => {
           const clock = manualClock();
@@ -522,7 +526,7 @@ describe("BudgetMeter", () => {
     });
 
     it("no limit replenishes on reopen", () => {
-      const flags = createStageFlags(["stage5_auto_repair"]);
+      const flags = stageFlagsForTests(["stage5_auto_repair"]);
       const { meter, clock } = meterWith(["stage5_auto_repair"]);
       meter.admitRepairRound();
       meter.admitRepairRound();

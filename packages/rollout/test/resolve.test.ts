@@ -1,9 +1,12 @@
 import { BUDGET_LIMITS, STAGE_FLAGS } from "@asp/contracts";
 import { describe, expect, it } from "vitest";
+import { stageFlagsForTests } from "../src/flags.js";
 import {
+  BUILT_STAGES,
   configurationReport,
   formatSource,
   isResolvedConfiguration,
+  repairAdmission,
   resolveConfiguration,
   sourceOf,
 } from "../src/index.js";
@@ -41,7 +44,11 @@ describe("resolveConfiguration", () => {
   describe("when everything is configured", () => {
     const config = resolveConfiguration({
       env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1", OPENAI4S_AUTO_MAX_REPAIR_ROUNDS: "1" },
-      deployment: { preset: "on", stages: { stage5_auto_repair: true }, budgets: { wall_time_s: 600 } },
+      deployment: {
+        preset: "on",
+        stages: { stage4_review_completion_gate: true, stage5_auto_repair: false },
+        budgets: { wall_time_s: 600 },
+      },
       deploymentOrigin: "deploy.json",
       project: { result_review_mode: "review_only", approvals_reviewer: "auto_review" },
       projectOrigin: "project.json",
@@ -50,7 +57,7 @@ describe("resolveConfiguration", () => {
 
     it("resolves flags, selection and budgets together", () => {
       expect(isResolvedConfiguration(config)).toBe(true);
-      expect(config.flags.enabled()).toEqual(["stage2_auto_run_storage", "stage5_auto_repair"]);
+      expect(config.flags.enabled()).toEqual(["stage2_auto_run_storage", "stage4_review_completion_gate"]);
       expect(config.selection.selection).toEqual({
         preset: "off",
         result_review_mode: "review_only",
@@ -65,16 +72,27 @@ describe("resolveConfiguration", () => {
       const report = configurationReport(config);
       expect(Object.keys(report.stages)).toEqual([...STAGE_FLAGS]);
       expect(Object.keys(report.budgets)).toEqual([...BUDGET_LIMITS]);
+      expect(report.built_stages).toEqual([...BUILT_STAGES]);
       expect(report.stages.stage2_auto_run_storage).toEqual({
         enabled: true,
+        built: true,
         env: "OPENAI4S_STAGE2_AUTO_RUN_STORAGE",
         source: { kind: "env", key: "OPENAI4S_STAGE2_AUTO_RUN_STORAGE", origin: null },
       });
-      expect(report.stages.stage5_auto_repair.source).toEqual({
+      expect(report.stages.stage4_review_completion_gate.source).toEqual({
         kind: "deployment",
-        key: "stages.stage5_auto_repair",
+        key: "stages.stage4_review_completion_gate",
         origin: "deploy.json",
       });
+      // An unbuilt stage set off is accepted and reported as set, and as not built.
+      expect(report.stages.stage5_auto_repair).toMatchObject({
+        enabled: false,
+        built: false,
+        source: { kind: "deployment", key: "stages.stage5_auto_repair", origin: "deploy.json" },
+      });
+      for (const [flag, state] of Object.entries(report.stages)) {
+        expect(state.built).toBe(BUILT_STAGES.includes(flag as (typeof BUILT_STAGES)[number]));
+      }
       expect(report.selection).toMatchObject({
         source: "project",
         result_review_mode: { value: "review_only", source: { kind: "project", key: "result_review_mode" } },
@@ -85,11 +103,48 @@ describe("resolveConfiguration", () => {
         ceiling: 2,
         env: "OPENAI4S_AUTO_MAX_REPAIR_ROUNDS",
         owners: ["stage5_auto_repair"],
-        active: true,
+        active: false,
         source: { kind: "env", key: "OPENAI4S_AUTO_MAX_REPAIR_ROUNDS" },
       });
+      expect(report.budgets.wall_time_s).toMatchObject({ value: 600, active: true });
       expect(report.budgets.guardian_timeout_s.active).toBe(false);
       expect(JSON.parse(JSON.stringify(report))).toEqual(report);
+    });
+  });
+
+  describe("when an unbuilt stage is turned on", () => {
+    it("refuses the whole configuration, naming the deployment file and key", () => {
+      let error: unknown;
+      try {
+        resolveConfiguration({
+          env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1" },
+          deployment: { stages: { stage7_guardian_enforcement: true }, approvals_reviewer: "auto_review" },
+          deploymentOrigin: "deploy.json",
+        });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({
+        code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
+        data: {
+          key: "stages.stage7_guardian_enforcement",
+          source: "deployment",
+          origin: "deploy.json",
+          stage: "stage7_guardian_enforcement",
+        },
+      });
+      expect((error as Error).message).toContain(
+        "Turn it off: remove stages.stage7_guardian_enforcement from deploy.json (or set it to false)",
+      );
+    });
+
+    it("refuses it from the environment and through a host alias", () => {
+      expect(() => resolveConfiguration({ env: { OPENAI4S_STAGE11_PORTABLE_RUNS: "1" } })).toThrowWithCode(
+        "ASP_ROLLOUT_STAGE_NOT_BUILT",
+      );
+      expect(() =>
+        resolveConfiguration({ env: { ASP_STAGE12_RESTART_RECOVERY: "1" }, aliasPrefix: "ASP_" }),
+      ).toThrowWithCode("ASP_ROLLOUT_STAGE_NOT_BUILT");
     });
   });
 
@@ -117,9 +172,11 @@ describe("formatSource", () => {
 });
 
 describe("AM.stage5.1 AM.invariants.9 repair admission (ADR 0006)", () => {
-  const env = (stages: string[]) => Object.fromEntries(stages.map((s) => [s, "1"]));
-  const S5 = "OPENAI4S_STAGE5_AUTO_REPAIR";
-  const S9 = "OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT";
+  // ADR 0006, amended: Stages 5 and 9 are not built, so no configuration that resolves turns them
+  // on; the rule is kept for when they are, and driven here with test-only flags.
+  const selection = (preset: "on" | "off") => resolveConfiguration({ frame: { preset } }).selection.selection;
+  const S5 = "stage5_auto_repair";
+  const S9 = "stage9_safe_repair_checkpoint";
 
   it.each([
     [[], "on", "off"],
@@ -128,20 +185,33 @@ describe("AM.stage5.1 AM.invariants.9 repair admission (ADR 0006)", () => {
     [[S5], "on", "safe_rollback_unavailable"],
     [[S5, S9], "on", "checkpointed"],
   ] as const)("flags %j, preset %s: repair is %s", (stages, preset, repair) => {
-    const config = resolveConfiguration({ env: env([...stages]), frame: { preset } });
-    expect(config.repair).toBe(repair);
-    expect(configurationReport(config).repair).toBe(repair);
+    expect(repairAdmission(stageFlagsForTests(stages), selection(preset))).toBe(repair);
   });
 
   it("stage 5 on with stage 9 off never turns stage 9 on, and Repair never starts without a checkpoint", () => {
-    const config = resolveConfiguration({ env: env([S5]), frame: { preset: "on" } });
-    expect(config.flags.isEnabled("stage9_safe_repair_checkpoint")).toBe(false);
-    expect(config.selection.selection.result_review_mode).toBe("auto_fix");
-    expect(config.repair).toBe("safe_rollback_unavailable");
+    const flags = stageFlagsForTests([S5]);
+    expect(flags.isEnabled(S9)).toBe(false);
+    expect(selection("on").result_review_mode).toBe("auto_fix");
+    expect(repairAdmission(flags, selection("on"))).toBe("safe_rollback_unavailable");
   });
 
   it("review_only never repairs, whatever the flags", () => {
-    const config = resolveConfiguration({ env: env([S5, S9]), frame: { result_review_mode: "review_only" } });
+    const reviewOnly = resolveConfiguration({ frame: { result_review_mode: "review_only" } }).selection.selection;
+    expect(repairAdmission(stageFlagsForTests([S5, S9]), reviewOnly)).toBe("off");
+  });
+
+  it("refuses stage 5 and stage 9 as not built, so every resolved configuration says repair is off", () => {
+    for (const env of [
+      { OPENAI4S_STAGE5_AUTO_REPAIR: "1" },
+      { OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" },
+      { OPENAI4S_STAGE5_AUTO_REPAIR: "1", OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" },
+    ]) {
+      expect(() => resolveConfiguration({ env, frame: { preset: "on" } })).toThrowWithCode(
+        "ASP_ROLLOUT_STAGE_NOT_BUILT",
+      );
+    }
+    const config = resolveConfiguration({ env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1" }, frame: { preset: "on" } });
     expect(config.repair).toBe("off");
+    expect(configurationReport(config).repair).toBe("off");
   });
 });

@@ -44,11 +44,19 @@ function pad(text: string, width: number): string {
   return text.length >= width ? `${text} ` : text.padEnd(width);
 }
 
-/** The human rendering of a configuration report: one line per flag, selection value and budget. */
+/**
+ * The human rendering of a configuration report: one line per flag (on or off, built or not,
+ * and its source), selection value and budget.
+ */
 export function formatReport(report: ConfigurationReport): string {
-  const lines: string[] = ["Stage flags (each independent, default off)"];
+  const lines: string[] = [
+    "Stage flags (each independent, default off; only a built stage can be turned on)",
+    `  built: ${report.built_stages.map(t).join(", ")}`,
+  ];
   for (const [flag, state] of Object.entries(report.stages)) {
-    lines.push(`  ${pad(t(flag), 34)}${pad(state.enabled ? "on" : "off", 5)}${t(formatSource(state.source))}`);
+    lines.push(
+      `  ${pad(t(flag), 34)}${pad(state.enabled ? "on" : "off", 5)}${pad(state.built ? "built" : "not built", 11)}${t(formatSource(state.source))}`,
+    );
   }
   const s = report.selection;
   lines.push("", `Selection (winning source: ${t(s.source)})`);
@@ -66,12 +74,19 @@ export function formatReport(report: ConfigurationReport): string {
   return lines.join("\n");
 }
 
-/** `asp config show`: the resolved Auto Mode rollout configuration, each value with its source. */
+/**
+ * `asp config show`: the resolved Auto Mode rollout configuration, each value with its source and
+ * which stages are built. A refused configuration (an unbuilt stage turned on is
+ * `ASP_ROLLOUT_STAGE_NOT_BUILT`, whose message ends with the step that turns it off) prints the
+ * coded error and exits 64, like every input error.
+ */
 export function registerConfig(program: Command, ctx: CliContext): void {
   const config = program.command("config").description("inspect the Auto Mode rollout configuration");
   config
     .command("show")
-    .description("print every stage flag, the Auto Mode selection and every budget, with the source of each value")
+    .description(
+      "print every stage flag (and whether its stage is built), the Auto Mode selection and every budget, with the source of each value",
+    )
     .option("--deployment <file>", "trusted deployment configuration (JSON, AutoModeConfig shape)")
     .option("--project <file>", "project configuration (JSON; may not set stages)")
     .option("--frame <file>", "frame configuration (JSON; may not set stages)")
