@@ -28,6 +28,11 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   revision the change under evaluation can write (`HEAD~1`, `@`, a local branch or tag,
  *   `FETCH_HEAD`, a short id …) instead of a full commit id or a `refs/remotes/…` ref of a
  *   protected branch (threat model invariant 14) (input).
+ * - `ASP_THS_TRUSTED_BASE_MOVED`: a gate allow was about to move the repository's trusted base, but
+ *   another host on the same store recorded one since this evaluation was bound (`data.repo`,
+ *   `data.key`, `data.expected` and `data.actual` seqs): nothing was recorded and no decision is
+ *   returned, so an allow decided on an older view never replaces a newer trusted base; run the
+ *   gate again (internal).
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
  * - `ASP_THS_HOST_CHECKS_BAD_PATH`: a verifier asked the host's checks (`createHostChecks`) to lay a
@@ -57,6 +62,7 @@ export type ThsErrorCode =
   | "ASP_THS_DOGFOOD_BASELINE_MISSING"
   | "ASP_THS_UNTRUSTED_LOCATION"
   | "ASP_THS_POLICY_REVISION_UNTRUSTED"
+  | "ASP_THS_TRUSTED_BASE_MOVED"
   | "ASP_THS_INTERNAL"
   | "ASP_THS_HOST_CHECKS_BAD_PATH"
   | "ASP_THS_HOST_CHECKS_BAD_FILES"
@@ -79,6 +85,7 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_DOGFOOD_BASELINE_MISSING",
   "ASP_THS_UNTRUSTED_LOCATION",
   "ASP_THS_POLICY_REVISION_UNTRUSTED",
+  "ASP_THS_TRUSTED_BASE_MOVED",
   "ASP_THS_INTERNAL",
   "ASP_THS_HOST_CHECKS_BAD_PATH",
   "ASP_THS_HOST_CHECKS_BAD_FILES",
@@ -186,7 +193,11 @@ export class ThsError extends AspError<ThsErrorCode> {
   constructor(code: ThsErrorCode, message: string, options: AspErrorOptions = {}) {
     super(code, message, {
       ...options,
-      category: options.category ?? (code === "ASP_THS_CLOSED" || code === "ASP_THS_INTERNAL" ? "internal" : "input"),
+      category:
+        options.category ??
+        (code === "ASP_THS_CLOSED" || code === "ASP_THS_INTERNAL" || code === "ASP_THS_TRUSTED_BASE_MOVED"
+          ? "internal"
+          : "input"),
     });
   }
 }

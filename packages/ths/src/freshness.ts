@@ -23,7 +23,7 @@ import {
 } from "@asp/evidence";
 import { inject, injectable } from "./di.js";
 import { type EnvironmentSetting, environmentExcludes, insideEnvironment, packageRoots } from "./environment.js";
-import { verifiedTrustedBase } from "./host-records.js";
+import { readTrustedBase } from "./host-records.js";
 import { THS_TOKENS } from "./tokens.js";
 
 /** What the host binds one evaluation to (host §5). */
@@ -41,6 +41,13 @@ export interface Binding {
   readonly environment: EnvironmentSnapshot | null;
   /** What the worktree snapshot left out (untracked, ignored or excluded) and the submodules it does not hold. */
   readonly judged?: { readonly leftOut: number; readonly submodules: readonly string[] };
+  /**
+   * The seq of the latest entry under the repository's trusted-base key when the evaluation was
+   * bound (`null`: none yet); absent for a hypothetical. A gate allow moves the trusted base only
+   * if the key still has this head when it is recorded (a conditional append), so a host never
+   * replaces a trusted base another host recorded meanwhile.
+   */
+  readonly trustedBaseSeq?: number | null;
 }
 
 /** Options of {@link FreshnessAuthority.issue}. */
@@ -147,7 +154,12 @@ export class FreshnessAuthority {
     const baseline = whole.tree;
     const judged = { leftOut: whole.leftOut, submodules: whole.submodules };
     const environment = await this.environment(repo, baseline);
-    if (options.wholeTree === true) return { baseline, changeset: null, baseFrom: "none", environment, judged };
+    // Whatever the base, the trusted base's head as of now: an allow at the gate records its own
+    // after-tree there only on this head (receipts.ts, appendDecision).
+    const read = await this.readTrustedBase(repo);
+    const trustedBaseSeq = read.seq;
+    if (options.wholeTree === true)
+      return { baseline, changeset: null, baseFrom: "none", environment, judged, trustedBaseSeq };
     let base: Digest;
     let baseFrom: Binding["baseFrom"];
     if (options.base !== undefined) {
@@ -155,18 +167,15 @@ export class FreshnessAuthority {
       const target = { id: this.storeId, objects: this.objects };
       base = (await snapshotGitRevision(repo, options.base, { store: target, excludes })).tree;
       baseFrom = "git";
+    } else if (read.tree !== null) {
+      base = read.tree;
+      baseFrom = "trusted";
     } else {
-      const trusted = await this.trustedBase(repo);
-      if (trusted !== null) {
-        base = trusted;
-        baseFrom = "trusted";
-      } else {
-        base = await this.objects.putTree([]);
-        baseFrom = "empty";
-      }
+      base = await this.objects.putTree([]);
+      baseFrom = "empty";
     }
     const changeset = await diffTrees(this.objects, base, baseline);
-    return { baseline, changeset, baseFrom, environment, judged };
+    return { baseline, changeset, baseFrom, environment, judged, trustedBaseSeq };
   }
 
   /**
@@ -202,11 +211,16 @@ export class FreshnessAuthority {
    * can only make a gate see more, never less).
    */
   async trustedBase(repo: string): Promise<Digest | null> {
+    return (await this.readTrustedBase(repo)).tree;
+  }
+
+  /** {@link trustedBase} and the head seq of the trusted-base key, from one read. */
+  private async readTrustedBase(repo: string): Promise<{ tree: Digest | null; seq: number | null }> {
     // THREAT-MODEL invariant 13: only a verified gate-allow receipt of the host's moves the base;
     // an entry some other writer appended under the key is ignored (verifyReceipts reports it).
-    const tree = await verifiedTrustedBase(this.log, trustedBaseKey(repo));
-    if (tree === null || !isDigest(tree) || !(await this.objects.has("tree", tree))) return null;
-    return tree;
+    const { tree, seq } = await readTrustedBase(this.log, trustedBaseKey(repo));
+    if (tree === null || !isDigest(tree) || !(await this.objects.has("tree", tree))) return { tree: null, seq };
+    return { tree, seq };
   }
 
   /**

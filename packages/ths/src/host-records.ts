@@ -79,18 +79,31 @@ export async function decisionOf(log: FactLog, receipt: FactEntry): Promise<Fact
   return (await log.list({ index: { name: "decisionId", value: id } })).find((e) => e.kind === FACT_KINDS.decision);
 }
 
+/** What {@link readTrustedBase} read: the verified after-tree (or null), and the key's head seq. */
+export interface TrustedBaseRead {
+  readonly tree: string | null;
+  /**
+   * The seq of the latest entry naming the key, verified host record or not (`null`: none ever
+   * did): what the allow that moves the base next must still find there (a conditional append).
+   */
+  readonly seq: number | null;
+}
+
 /**
  * The after-tree the trusted base `key` names, read only from a verified host record: the latest
  * entry under `key` must be a `ths.receipt` of a gate allow, its envelope appended just before
  * it (same batch: `appendDecision`), the two bound by {@link receiptProblem}. Null otherwise
- * (the caller then measures the change from the empty tree, which only ever shows more).
+ * (the caller then measures the change from the empty tree, which only ever shows more); with
+ * the key's head seq, from the same read.
  */
-export async function verifiedTrustedBase(log: FactLog, key: string): Promise<string | null> {
+export async function readTrustedBase(log: FactLog, key: string): Promise<TrustedBaseRead> {
   const last = await log.latest(key);
-  if (last === null || last === undefined || hostStateProblem(last) !== null) return null;
+  if (last === null || last === undefined) return { tree: null, seq: null };
+  const none = { tree: null, seq: last.seq };
+  if (hostStateProblem(last) !== null) return none;
   const decision = await decisionOf(log, last);
-  if (decision === undefined || decision.seq !== last.seq - 1) return null;
-  if (receiptProblem(last, decision) !== null) return null;
+  if (decision === undefined || decision.seq !== last.seq - 1) return none;
+  if (receiptProblem(last, decision) !== null) return none;
   const record = last.record as unknown as AuditReceipt;
-  return record.decision === "allow" && record.callSite === "gate" ? record.baseline : null;
+  return record.decision === "allow" && record.callSite === "gate" ? { tree: record.baseline, seq: last.seq } : none;
 }

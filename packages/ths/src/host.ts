@@ -461,8 +461,10 @@ export class Host {
     }
     // host §1 / DESIGN §8: decision + receipt durable in one synced batch BEFORE the envelope is returned;
     // host §8: provider health (failures, quarantine, latency) in the same batch, so one-shot hosts accumulate it.
+    // A gate allow moves the trusted base only on the head this evaluation was bound on.
     await appendDecision(this.log, envelope, receipt, hypo !== undefined ? null : repo, {
       facts: this.supervisors.flatMap((s) => s.healthFacts()),
+      ...(binding.trustedBaseSeq === undefined ? {} : { trustedBaseSeq: binding.trustedBaseSeq }),
     });
     this.recordTail(performance.now() - tailStarted);
     for (const f of failOpens) this.failOpenSink.log({ ...f, decisionId });

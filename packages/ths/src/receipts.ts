@@ -44,13 +44,24 @@ export function buildReceipt(envelope: DecisionEnvelope, parts: ReceiptParts): A
 export interface AppendDecisionOptions {
   /** More facts that must be durable with the decision, in the same batch (e.g. provider health). */
   readonly facts?: readonly FactInput[];
+  /**
+   * The head seq of the repository's trusted-base key the evaluation was bound on
+   * (`Binding.trustedBaseSeq`; `null`: none). When given, an allow at the gate moves the trusted
+   * base only if the key still has this head at commit; omitted, it moves it unconditionally.
+   */
+  readonly trustedBaseSeq?: number | null;
 }
 
 /**
  * Append the decision and its receipt in ONE atomic, synced batch (host §1, DESIGN §8), before
  * the envelope is returned, with `options.facts` after them. Only an **allow at the gate call-site** also records its receipt as
  * the trusted base of `repo` (its after-tree is the base of the next gate without `--base`);
- * a deny, an indeterminate, a check or a sweep never moves it.
+ * a deny, an indeterminate, a check or a sweep never moves it. With `options.trustedBaseSeq`, that
+ * move is a conditional append on the head the evaluation was bound on: when another host (on a
+ * shared store) recorded a trusted base since, nothing is written and the call throws, so an
+ * allow decided on an older view never replaces a newer trusted base.
+ * @throws ThsError `ASP_THS_TRUSTED_BASE_MOVED` (`data: { repo, key, expected, actual }`) when the
+ *   trusted base moved since the evaluation was bound: nothing is written; gate again.
  * @throws EvidenceError from the fact log (`ASP_EVIDENCE_STORE_CLOSED`, ...): nothing is written.
  */
 export async function appendDecision(
@@ -64,18 +75,42 @@ export async function appendDecision(
     { name: "decisionId", value: envelope.decisionId },
     { name: "callSite", value: envelope.callSite },
   ];
+  const movesBase = repo !== null && envelope.callSite === "gate" && envelope.decision === "allow";
+  const key = movesBase ? trustedBaseKey(repo) : null;
   const entries: FactInput[] = [
     { kind: FACT_KINDS.decision, record: envelope, index },
     {
       kind: FACT_KINDS.receipt,
       record: receipt,
       index: [...index, { name: "receiptId", value: receipt.receiptId }],
-      state:
-        repo !== null && envelope.callSite === "gate" && envelope.decision === "allow" ? [trustedBaseKey(repo)] : [],
+      state: key === null ? [] : [key],
     },
     ...(options.facts ?? []),
   ];
-  return log.append(entries);
+  const seq = options.trustedBaseSeq;
+  if (key === null || seq === undefined) return log.append(entries);
+  try {
+    return await log.append(entries, { expect: [{ key, seq }] });
+  } catch (error) {
+    const e = error as { code?: unknown; data?: { key?: unknown; actual?: unknown } };
+    if (e.code !== "ASP_EVIDENCE_CONDITION_FAILED" || e.data?.key !== key) throw error;
+    throw trustedBaseMoved(repo as string, key, seq, e.data.actual as number | null, error);
+  }
+}
+
+function trustedBaseMoved(
+  repo: string,
+  key: string,
+  expected: number | null,
+  actual: number | null,
+  cause: unknown,
+): ThsError {
+  const at = (seq: number | null): string => (seq === null ? "none" : `seq ${seq}`);
+  return new ThsError(
+    "ASP_THS_TRUSTED_BASE_MOVED",
+    `the trusted base of ${repo} moved while this gate ran (bound on ${at(expected)}, now ${at(actual)}: another host recorded a gate allow): this allow was not recorded and no decision is returned; run the gate again to decide against the new base`,
+    { cause, data: { repo, key, expected, actual } },
+  );
 }
 
 /** One stored receipt with where it sits in the log. */

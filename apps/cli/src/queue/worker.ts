@@ -81,8 +81,9 @@ function openJobStore(ctx: CliContext, config: HostConfig, waitMs: number, repo?
  */
 function storeForJob(store: Store, key: string): Store {
   const log = store.log;
-  const append: FactLog["append"] = async (entries) => {
-    if (!entries.some((e) => e.kind === FACT_KINDS.receipt)) return log.append(entries);
+  // Options pass through: a conditional append (the trusted base's) stays conditional.
+  const append: FactLog["append"] = async (entries, options) => {
+    if (!entries.some((e) => e.kind === FACT_KINDS.receipt)) return log.append(entries, options);
     if ((await log.latest(jobStateKey(key))) !== undefined) {
       throw new UsageError("ASP_CLI_QUEUE_DUPLICATE_RECEIPT", "the fact log already holds this job's receipt", {
         data: { key },
@@ -97,7 +98,7 @@ function storeForJob(store: Store, key: string): Store {
           }
         : e,
     );
-    return log.append(tagged);
+    return log.append(tagged, options);
   };
   return {
     location: store.location,
