@@ -1,4 +1,13 @@
-import { type SchemaName, validate } from "@asp/contracts";
+import {
+  type BudgetLedger,
+  PERMISSION_OUTCOMES,
+  type PermissionOutcome,
+  type RunIdentity,
+  type SchemaName,
+  TERMINAL_REASONS,
+  type TerminalReason,
+  validate,
+} from "@asp/contracts";
 import type { FactEntry, FactInput, FactLog } from "@asp/evidence";
 import { checkAuditCompletion } from "./audit.js";
 import { AutoModeError } from "./errors.js";
@@ -17,6 +26,13 @@ export const AUTO_FACT_KINDS = Object.freeze({
   stages: "auto.stages",
   event: "auto.event",
 } as const);
+
+/**
+ * The fact kind of a run's mediated steps ({@link StepRecord}): model turns and their usage, and
+ * every proposed action as the host admitted, refused or executed it. These are the run's action
+ * audits; they are not among the seven canonical events.
+ */
+export const AUTO_STEP_KIND = "auto.step";
 
 /** One of the record kinds of {@link AUTO_FACT_KINDS} (everything but the event). */
 export type AutoRecordKind = Exclude<keyof typeof AUTO_FACT_KINDS, "event">;
@@ -152,4 +168,145 @@ export async function commitTransition(log: FactLog, runId: string, transition: 
  */
 export async function readRunFacts(log: Pick<FactLog, "list">, runId: string): Promise<FactEntry[]> {
   return log.list({ index: { name: RUN_ID_INDEX, value: runId } });
+}
+
+/** One mediated step of a run, committed (with the budget ledger as it stood) before the run goes on. */
+export interface StepRecord {
+  readonly run: RunIdentity;
+  /** 1-based, in commit order. */
+  readonly ordinal: number;
+  /**
+   * - `turn`: a model turn ended (its token usage, and whether it made Artifact progress);
+   * - `admitted`: an action passed admission and policy and is about to run (nothing ran yet);
+   * - `executed`: the host ran the admitted action of the same `action_ordinal`;
+   * - `refused`: an action was refused and did not run; `terminal` is the run's terminal reason;
+   * - `max_turns`: the Engine reported its own turn limit exhausted.
+   */
+  readonly phase: "turn" | "admitted" | "executed" | "refused" | "max_turns";
+  readonly committed_at: string;
+  readonly usage: { readonly input_tokens: number; readonly output_tokens: number } | null;
+  readonly progress: boolean | null;
+  readonly turns: number | null;
+  readonly action: {
+    readonly action_ordinal: number;
+    /** The host tool, or the proposed tool name (clipped) when it was not one. */
+    readonly tool: string;
+    readonly target: string | null;
+    readonly action_digest: string;
+    readonly classification: {
+      readonly outcome: PermissionOutcome;
+      readonly reason: string;
+      readonly fenced: boolean;
+    } | null;
+  } | null;
+  readonly refusal: { readonly code: string; readonly detail: string; readonly terminal: TerminalReason | null } | null;
+  readonly result: {
+    readonly output_digest: string;
+    readonly delta: boolean;
+    readonly exit_code: number | null;
+  } | null;
+  readonly ledger: BudgetLedger;
+}
+
+const PHASES = ["turn", "admitted", "executed", "refused", "max_turns"];
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/** Validate a {@link StepRecord} (closed shape, its ledger against `budget-ledger`). Returns the problem, or null. Pure. */
+export function checkStepRecord(record: unknown): string | null {
+  const r = record as Partial<StepRecord> | null;
+  if (typeof r !== "object" || r === null) return "step: not an object";
+  const keys = Object.keys(r).sort().join(",");
+  if (keys !== "action,committed_at,ledger,ordinal,phase,progress,refusal,result,run,turns,usage") {
+    return `step: fields ${keys}`;
+  }
+  if (!PHASES.includes(r.phase as string)) return "step: unknown phase";
+  if (!Number.isSafeInteger(r.ordinal) || (r.ordinal as number) < 1) return "step: bad ordinal";
+  if (typeof r.committed_at !== "string" || Number.isNaN(Date.parse(r.committed_at))) return "step: bad committed_at";
+  const ledger = validate("budget-ledger", r.ledger);
+  if (!ledger.ok) return "step: ledger does not validate";
+  const a = r.action;
+  if (a !== null) {
+    if (typeof a !== "object" || a === undefined) return "step: bad action";
+    if (!isCount(a.action_ordinal) || typeof a.tool !== "string" || a.tool.length > 128) return "step: bad action";
+    if (!DIGEST.test(String(a.action_digest))) return "step: bad action digest";
+    if (a.target !== null && typeof a.target !== "string") return "step: bad action target";
+    const c = a.classification;
+    if (
+      c !== null &&
+      (typeof c !== "object" ||
+        !(PERMISSION_OUTCOMES as ReadonlyArray<unknown>).includes(c?.outcome) ||
+        typeof c?.reason !== "string" ||
+        typeof c?.fenced !== "boolean")
+    ) {
+      return "step: bad classification";
+    }
+  }
+  const needsAction = r.phase === "admitted" || r.phase === "executed";
+  if (needsAction && a === null) return `step: ${r.phase} without its action`;
+  if (r.phase === "turn") {
+    const u = r.usage;
+    if (u === null || typeof u !== "object" || !isCount(u?.input_tokens) || !isCount(u?.output_tokens)) {
+      return "step: turn without its usage";
+    }
+    if (typeof r.progress !== "boolean") return "step: turn without progress";
+  } else if (r.usage !== null || r.progress !== null) return "step: usage outside a turn";
+  if (r.phase === "max_turns" ? !isCount(r.turns) : r.turns !== null) return "step: turns only on max_turns";
+  const f = r.refusal;
+  if (r.phase === "refused") {
+    if (
+      f === null ||
+      typeof f !== "object" ||
+      typeof f?.code !== "string" ||
+      typeof f?.detail !== "string" ||
+      (f.terminal !== null && !(TERMINAL_REASONS as ReadonlyArray<unknown>).includes(f.terminal))
+    ) {
+      return "step: refused without its refusal";
+    }
+  } else if (f !== null) return "step: a refusal outside a refused step";
+  const res = r.result;
+  if (r.phase === "executed") {
+    if (
+      res === null ||
+      typeof res !== "object" ||
+      !DIGEST.test(String(res?.output_digest)) ||
+      typeof res?.delta !== "boolean" ||
+      (res.exit_code !== null && !Number.isSafeInteger(res.exit_code))
+    ) {
+      return "step: executed without its result";
+    }
+  } else if (res !== null) return "step: a result outside an executed step";
+  return null;
+}
+
+/**
+ * Commit one mediated step (one synced append, indexed by the run id). Resolves only once durable:
+ * an action runs only after its `admitted` step committed, and a refusal counts only once its
+ * audit committed.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` (nothing written), `ASP_AUTO_MODE_PERSIST_FAILED`
+ *   (category `integrity`) when the append did not commit.
+ */
+export async function commitStep(log: FactLog, runId: string, record: StepRecord): Promise<void> {
+  const problem = checkStepRecord(record);
+  if (problem !== null) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_RECORD", "a step record does not validate; nothing written", {
+      data: { problems: [problem] },
+    });
+  }
+  try {
+    await log.append([
+      {
+        kind: AUTO_STEP_KIND,
+        record: { step_id: `step:${runId.slice(7)}:${record.ordinal}`, body: record },
+        index: [{ name: RUN_ID_INDEX, value: runId }],
+      },
+    ]);
+  } catch (cause) {
+    throw new AutoModeError("ASP_AUTO_MODE_PERSIST_FAILED", "the step audit did not commit", {
+      category: "integrity",
+      cause,
+      data: { phase: record.phase, ordinal: record.ordinal },
+    });
+  }
 }

@@ -21,8 +21,14 @@ export type AutoModeErrorCode =
   | "ASP_AUTO_MODE_STAGE_DISABLED"
   /** An assessment that does not re-hash to its `assessment_digest` (fail closed). */
   | "ASP_AUTO_MODE_DIGEST_MISMATCH"
-  /** A behaviour this package does not implement yet (Repair Runs under `stage5_auto_repair`). */
-  | "ASP_AUTO_MODE_UNSUPPORTED";
+  /** A behaviour this package does not implement yet. */
+  | "ASP_AUTO_MODE_UNSUPPORTED"
+  /** A rollout stage this build does not implement is on (refused rather than silently ignored). */
+  | "ASP_AUTO_MODE_STAGE_NOT_BUILT"
+  /** An action adapter's path would leave the run's workspace (a path escape: the safety boundary). */
+  | "ASP_AUTO_MODE_PATH_ESCAPE"
+  /** A command cannot run because its sandbox is unavailable (nothing ran). */
+  | "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE";
 
 /** Every {@link AutoModeErrorCode}, for table tests and documentation. */
 export const AUTO_MODE_ERROR_CODES: ReadonlyArray<AutoModeErrorCode> = Object.freeze([
@@ -35,6 +41,9 @@ export const AUTO_MODE_ERROR_CODES: ReadonlyArray<AutoModeErrorCode> = Object.fr
   "ASP_AUTO_MODE_STAGE_DISABLED",
   "ASP_AUTO_MODE_DIGEST_MISMATCH",
   "ASP_AUTO_MODE_UNSUPPORTED",
+  "ASP_AUTO_MODE_STAGE_NOT_BUILT",
+  "ASP_AUTO_MODE_PATH_ESCAPE",
+  "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE",
 ]);
 
 /**

@@ -77,3 +77,44 @@ export function candidateIdOf(
 export function reviewRunIdOf(run: RunIdentity, candidateId: string, ordinal: number): string {
   return `review:${digest({ type: "review-run", run, candidate_id: candidateId, ordinal }).slice(7)}`;
 }
+
+/**
+ * The canonical fingerprint of a model-driven actor (an Engine or a Reviewer calling a model):
+ * `model:<endpoint host[:port]>/<model>`, lower-cased, so a producer and a Reviewer using the same
+ * model at the same endpoint compare equal, whatever their code, and the default
+ * `distinct_fingerprint` policy refuses the pairing. Pure.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` for an endpoint that is not an http(s) URL
+ *   or an empty model.
+ * @example
+ * ```ts
+ * modelFingerprint({ endpoint: "https://API.example.com/v1", model: "GPT-X" }); // "model:api.example.com/gpt-x"
+ * ```
+ */
+export function modelFingerprint(input: { readonly endpoint: string; readonly model: string }): string {
+  let host: string;
+  try {
+    const url = new URL(input.endpoint);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("scheme");
+    host = url.host.toLowerCase();
+  } catch {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "a model fingerprint needs an http(s) endpoint URL", {
+      data: { key: "endpoint" },
+    });
+  }
+  const model = typeof input.model === "string" ? input.model.trim().toLowerCase() : "";
+  if (model === "" || model.length > 128) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "a model fingerprint needs a model name", {
+      data: { key: "model" },
+    });
+  }
+  return `model:${host}/${model}`;
+}
+
+/**
+ * The canonical fingerprint of a deterministic actor (scripted engine, host-checks Reviewer):
+ * `code:<id>@<digest of its code and trusted options>`. Pure.
+ */
+export function codeFingerprint(id: string, codeDigest: string): string {
+  return `code:${id}@${codeDigest}`;
+}

@@ -7,6 +7,17 @@
  * @packageDocumentation
  */
 
+export type {
+  ActionClassification,
+  ActionWorkspace,
+  CanonicalAction,
+  Canonicalized,
+  CanonicalRefusal,
+  CommandResult,
+  HostToolName,
+  PermissionClassifier,
+} from "./actions.js";
+export { canonicalizeAction, HOST_TOOLS } from "./actions.js";
 export type { Assessment, AssessmentFinding, AuditRequest } from "./audit.js";
 export {
   assessmentDigest,
@@ -15,11 +26,14 @@ export {
   auditStartedEvent,
   checkAuditCompletion,
 } from "./audit.js";
-export type { AutoEvent, AutoRecordKind, RecordFact, Transition, TransitionRecord } from "./durable.js";
+export type { AutoEvent, AutoRecordKind, RecordFact, StepRecord, Transition, TransitionRecord } from "./durable.js";
 export {
   AUTO_FACT_KINDS,
+  AUTO_STEP_KIND,
   checkEvent,
   checkRecord,
+  checkStepRecord,
+  commitStep,
   commitTransition,
   RUN_ID_INDEX,
   readRunFacts,
@@ -33,6 +47,7 @@ export type {
   EngineParams,
   EngineScript,
   EngineStep,
+  EngineSteps,
 } from "./engine.js";
 export { AUTO_MODE_TOKENS, createScriptedEngine } from "./engine.js";
 export type { AutoModeErrorCode } from "./errors.js";
@@ -45,12 +60,36 @@ export {
   UNRESOLVED_FINDING_STATUSES,
 } from "./findings.js";
 export type { FindingContent } from "./identity.js";
-export { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
+export {
+  candidateIdOf,
+  checkRun,
+  codeFingerprint,
+  findingFingerprint,
+  findingIdOf,
+  modelFingerprint,
+  reviewRunIdOf,
+  runIdOf,
+} from "./identity.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
 export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
 export { attemptOutcomeOfError, isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
-export type { AutoRunner, AutoRunnerOptions, AutoRunParams, ProvisionalChunk, TerminalOutcome } from "./runner.js";
+export type {
+  AutoRunner,
+  AutoRunnerOptions,
+  AutoRunParams,
+  ProvisionalChunk,
+  RunTimers,
+  TerminalOutcome,
+} from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";
 export type { ResultReviewStage, RunStages, RuntimeStageFlag } from "./stages.js";
-export { checkRunStages, RUNTIME_STAGE_FLAGS, resultReviewStage, runtimeStageFlags } from "./stages.js";
+export {
+  assertBuiltStages,
+  checkRunStages,
+  RUNTIME_STAGE_FLAGS,
+  resultReviewStage,
+  runtimeStageFlags,
+} from "./stages.js";
+export type { ScratchWorkspaceOptions } from "./workspace.js";
+export { createScratchWorkspace } from "./workspace.js";

@@ -3,6 +3,7 @@ import {
   type AutoAuditStartedEvent,
   type AutoRun,
   type AutoRunState,
+  type BudgetLedger,
   CANDIDATE_USER_TRUTH,
   type Candidate,
   checkTerminalRecord,
@@ -27,11 +28,14 @@ import {
 import { type Assessment, auditRequestDigest, checkAuditCompletion } from "./audit.js";
 import {
   AUTO_FACT_KINDS,
+  AUTO_STEP_KIND,
   type AutoRecordKind,
   checkEvent,
   checkRecord,
+  checkStepRecord,
   type RecordFact,
   readRunFacts,
+  type StepRecord,
 } from "./durable.js";
 import { blocksVerified, findingStatusProblem, isUnresolvedFinding } from "./findings.js";
 import { candidateIdOf, findingFingerprint, findingIdOf, runIdOf } from "./identity.js";
@@ -79,6 +83,15 @@ export interface AutoRunProjection {
   /** The latest candidate's findings that block Verified: material and open, claimed or unaddressed. */
   readonly blocking_finding_ids: ReadonlyArray<string>;
   readonly terminal: TerminalRecord | null;
+  /**
+   * The user truth with what the record names beside it: the exhausted counter
+   * (`Paused · Budget exhausted · wall_time_s`), `Loop detected` for a loop stop, the policy refusal.
+   */
+  readonly label: string;
+  /** The run's mediated steps (turns, admitted / executed / refused actions), in commit order. */
+  readonly steps: ReadonlyArray<StepRecord>;
+  /** The budget ledger as last committed (null when failed closed or none). */
+  readonly ledger: BudgetLedger | null;
   /** Why the projection failed closed to the safety boundary (empty when it did not). */
   readonly problems: ReadonlyArray<string>;
 }
@@ -123,6 +136,9 @@ function failClosed(input: ProjectionInput, run: RunIdentity | null, problems: s
     findings: [],
     blocking_finding_ids: [],
     terminal: null,
+    label: TERMINAL_USER_TRUTH.safety_boundary,
+    steps: [],
+    ledger: null,
     problems,
   };
 }
@@ -158,7 +174,15 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       .map(([k, v]) => [v, k as AutoRecordKind]),
   );
   const recordEvents = new Map<string, AutoRecordKind[]>();
+  const steps: { seq: number; body: StepRecord }[] = [];
   for (const fact of [...input.facts].sort((a, b) => a.seq - b.seq)) {
+    if (fact.kind === AUTO_STEP_KIND) {
+      const body = (fact.record as { body?: unknown } | null)?.body;
+      const p = checkStepRecord(body);
+      if (p !== null) bad(`seq ${fact.seq}: ${p}`);
+      else steps.push({ seq: fact.seq, body: body as StepRecord });
+      continue;
+    }
     if (fact.kind === AUTO_FACT_KINDS.event) {
       const p = checkEvent(fact.record);
       if (p !== null) {
@@ -374,7 +398,8 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       const independence = {
         policy: first.independence.policy,
         producer: { ...cand.producer, fingerprint: first.independence.producer_fingerprint },
-        excluded: [],
+        // Runs recorded before exclusions were frozen carry none.
+        excluded: first.independence.excluded_actors ?? [],
       };
       if (!isEligibleReviewer(rr.reviewer, independence))
         bad(`review run ${rr.review_run_id} is a self-review or breaks the frozen independence policy`);
@@ -549,6 +574,60 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     if (hasPass && open) bad(`candidate ${c}: a durable pass coexists with an open material finding`);
   }
 
+  // Mediated steps: this run's, numbered in commit order, each ledger under the run's frozen
+  // limits, none after the terminal; an action ran only after its allowed admission committed.
+  const terminalSeq = terminalRec?.seq;
+  const admitted = new Map<number, StepRecord["action"]>();
+  steps.forEach((st, i) => {
+    const b = st.body;
+    if (!same(b.run, run)) bad(`step ${b.ordinal} of another run`);
+    if (b.ordinal !== i + 1) bad(`step ${b.ordinal} out of order`);
+    if (!same(b.ledger.limits, first.budgets)) bad(`step ${b.ordinal}: ledger under other limits`);
+    if (terminalSeq !== undefined && st.seq > terminalSeq) bad(`step ${b.ordinal} committed after the terminal`);
+    const a = b.action;
+    if (b.phase === "admitted" && a !== null) {
+      if (a.classification?.outcome !== "allow") bad(`step ${b.ordinal}: admitted an action policy did not allow`);
+      admitted.set(a.action_ordinal, a);
+    }
+    if (b.phase === "executed" && a !== null) {
+      if (!same(admitted.get(a.action_ordinal), a)) bad(`step ${b.ordinal}: a result for an action never admitted`);
+      admitted.delete(a.action_ordinal);
+    }
+  });
+  // A terminal outside the five states is accepted only when the committed records prove it.
+  if (terminal !== null && terminalRec !== undefined && terminal.state === null) {
+    const ledger = recs.ledger.find((l) => l.event_id === terminalRec.event_id)?.body as BudgetLedger | undefined;
+    const lastStep = steps[steps.length - 1]?.body;
+    const reason = terminal.terminal_reason;
+    if (reason === "budget_exhausted") {
+      const limit = terminal.exhausted_limit as string;
+      const proved =
+        ledger !== undefined &&
+        (limit === "engine_turns"
+          ? steps.some((st) => st.body.phase === "max_turns")
+          : limit === "wall_time_s"
+            ? Date.parse(terminal.committed_at) - Date.parse(ledger.started_at) >= ledger.limits.wall_time_s * 1000
+            : limit === "extra_token_multiplier"
+              ? ledger.initial_turn_tokens !== null &&
+                ledger.consumed.extra_tokens > 0 &&
+                ledger.consumed.extra_tokens >=
+                  Math.floor(ledger.limits.extra_token_multiplier * ledger.initial_turn_tokens)
+              : limit === "max_extra_cells"
+                ? ledger.consumed.extra_cells >= ledger.limits.max_extra_cells
+                : false);
+      if (!proved) bad(`budget_exhausted(${limit}) is not what the committed ledger proves`);
+    }
+    if (reason === "loop_detected" && ledger?.circuits.no_progress !== "open") {
+      bad("loop_detected without an open no-progress circuit in the committed ledger");
+    }
+    if (
+      reason === "policy_requires_explicit_setup" &&
+      (lastStep?.phase !== "refused" || lastStep.refusal?.terminal !== "policy_requires_explicit_setup")
+    ) {
+      bad("policy_requires_explicit_setup without its committed refusal audit");
+    }
+  }
+
   if (problems.length > 0) return failClosed(input, run, problems);
   const reviewRuns = [...reviewById.values()].map((r) => r.body);
   const status = terminal?.state === "verified" ? "verified" : terminal === null ? "candidate" : "unverified";
@@ -591,8 +670,34 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
         return f !== undefined && blocksVerified(f);
       }),
     terminal,
+    label: labelOf(
+      terminal,
+      steps[steps.length - 1]?.body,
+      latest === undefined ? "Started · no candidate" : CANDIDATE_USER_TRUTH,
+    ),
+    steps: steps.map((st) => st.body),
+    ledger: (recs.ledger[recs.ledger.length - 1]?.body as BudgetLedger | undefined) ?? null,
     problems: [],
   };
+}
+
+/** The user truth with what its record names: the exhausted counter, a loop, the refusal. Pure. */
+function labelOf(terminal: TerminalRecord | null, lastStep: StepRecord | undefined, truthNow: string): string {
+  if (terminal === null) return truthNow;
+  const truth = terminal.user_truth;
+  if (terminal.terminal_reason === "budget_exhausted") return `${truth} · ${String(terminal.exhausted_limit)}`;
+  if (terminal.stop_reason === "loop_detected") return `${truth} · Loop detected`;
+  if (terminal.stop_reason === "budget_exhausted")
+    return `${truth} · budget exhausted: ${String(terminal.exhausted_limit)}`;
+  if (
+    terminal.terminal_reason === "policy_requires_explicit_setup" &&
+    lastStep?.refusal !== null &&
+    lastStep !== undefined
+  ) {
+    const a = lastStep.action;
+    return `${truth} · ${lastStep.refusal?.code ?? ""}${a === null ? "" : ` ${a.tool}${a.target === null ? "" : ` ${a.target}`}`}`;
+  }
+  return truth;
 }
 
 function done(rr: ReviewRun, events: ReadonlyMap<string, { event: Record<string, unknown> }>): string | undefined {

@@ -1,11 +1,13 @@
 import type {
+  ActionResult,
   AttemptOutcome,
   AutoRun,
-  BudgetLimit,
   Candidate,
   EvidenceSnapshot,
+  ExhaustedLimit,
   Finding,
   IndependencePolicy,
+  ProposedAction,
   ReviewRun,
   RunIdentity,
   StopReason,
@@ -26,6 +28,7 @@ import {
 } from "@asp/evidence";
 import {
   type AutoModeSelection,
+  type BudgetCheck,
   type BudgetMeter,
   type BudgetSet,
   createBudgetMeter,
@@ -33,20 +36,35 @@ import {
   type StageFlags,
 } from "@asp/rollout";
 import {
+  type ActionWorkspace,
+  type CanonicalAction,
+  canonicalizeAction,
+  HOST_TOOLS,
+  type PermissionClassifier,
+} from "./actions.js";
+import {
   type Assessment,
   type AuditRequest,
   auditCompletedEvent,
   auditRequestDigest,
   auditStartedEvent,
 } from "./audit.js";
-import { type AutoEvent, commitTransition, readRunFacts, runStateKey, type TransitionRecord } from "./durable.js";
+import {
+  type AutoEvent,
+  commitStep,
+  commitTransition,
+  readRunFacts,
+  runStateKey,
+  type StepRecord,
+  type TransitionRecord,
+} from "./durable.js";
 import type { ActorIdentity, Engine, EngineStep } from "./engine.js";
 import { AutoModeError } from "./errors.js";
 import { blocksVerified } from "./findings.js";
 import { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
 import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
 import { type AttemptResult, type ReviewerPort, runAttempt, selectReviewer } from "./review.js";
-import { type RunStages, resultReviewStage, runtimeStageFlags } from "./stages.js";
+import { assertBuiltStages, type RunStages, resultReviewStage, runtimeStageFlags } from "./stages.js";
 
 /** Options of {@link createAutoRunner}: the injected ports and the trusted settings. */
 export interface AutoRunnerOptions {
@@ -60,11 +78,30 @@ export interface AutoRunnerOptions {
   readonly clock?: { now(): Date };
   /** Per-attempt Reviewer timeout in ms (default 60,000). */
   readonly attemptTimeoutMs?: number;
-  /** Repair and promotion actors: never eligible to review, whatever their model. */
+  /**
+   * Repair and promotion actors: never eligible to review, whatever their model. Frozen with the
+   * run (`independence.excluded_actors`) and checked again by the projection.
+   */
   readonly excludedActors?: ReadonlyArray<Pick<ActorIdentity, "actor_id" | "session_id">>;
   /**
+   * The host's tool adapters over the run's scratch workspace. Without one the Engine is offered no
+   * tools, and any action it proposes is refused (`policy_requires_explicit_setup`).
+   */
+  readonly workspace?: ActionWorkspace;
+  /**
+   * Deterministic permission policy (the host wires `@asp/policy` `classifyAction`). Without one
+   * every action classifies `ask`, which has no channel before Stages 6/7: refused.
+   */
+  readonly permissions?: PermissionClassifier;
+  /**
+   * Timers the wall-time deadline is armed with (default: the global ones, unref'd). Tests inject
+   * them together with `clock`, so a deadline never depends on how busy the machine is.
+   */
+  readonly timers?: RunTimers;
+  /**
    * Deliver the reviewed candidate and return the exact bytes delivered; Verified requires them
-   * byte-identical to the reviewed payload. Default: the payload as read back from the store.
+   * byte-identical to the reviewed payload. Default: the payload as read back from the store. A
+   * delivery that throws may have delivered: the run ends `outcome_unknown`, never Verified.
    */
   readonly deliver?: (candidate: Candidate, payload: Uint8Array) => Promise<Uint8Array>;
   /** Notified with each event after its transition committed (never before, never on failure). */
@@ -77,6 +114,23 @@ export interface AutoRunnerOptions {
    */
   readonly onProvisional?: (chunk: ProvisionalChunk) => void;
 }
+
+/** The timers {@link AutoRunnerOptions.timers} injects. */
+export interface RunTimers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const SYSTEM_TIMERS: RunTimers = {
+  setTimeout(fn, ms) {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return t;
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as ReturnType<typeof setTimeout>);
+  },
+};
 
 /**
  * What a Stage 4 run streams before its verdict: the Engine's prose as it arrives, then the
@@ -103,6 +157,8 @@ export interface AutoRunParams {
   readonly budgets?: BudgetSet;
   /** The frozen fingerprint rule (default `distinct_fingerprint`). */
   readonly independencePolicy?: IndependencePolicy;
+  /** What the agent is asked to do (passed to the Engine). */
+  readonly task?: string;
 }
 
 /** Runs Auto Runs to a committed state and returns their projection. */
@@ -114,10 +170,10 @@ export interface AutoRunner {
    * and commits the terminal, Verified only after the compare-and-swap promotion. Returns the
    * projection of what committed.
    *
-   * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off), `ASP_AUTO_MODE_RUN_EXISTS`,
-   *   `ASP_AUTO_MODE_INVALID_OPTION`, `ASP_AUTO_MODE_UNSUPPORTED` (auto_fix with stage 5 on: Repair
-   *   is not built yet), `ASP_AUTO_MODE_PERSIST_FAILED` when not even the safety-boundary terminal
-   *   could commit.
+   * @throws AutoModeError `ASP_AUTO_MODE_STAGE_DISABLED` (stage 2 off; or `auto_fix` without stage
+   *   5, ADR 0009), `ASP_AUTO_MODE_STAGE_NOT_BUILT` (a stage this runtime does not implement is on),
+   *   `ASP_AUTO_MODE_RUN_EXISTS`, `ASP_AUTO_MODE_INVALID_OPTION`, `ASP_AUTO_MODE_PERSIST_FAILED` when
+   *   not even the safety-boundary terminal could commit.
    */
   run(params: AutoRunParams): Promise<AutoRunProjection>;
 }
@@ -132,7 +188,7 @@ export type TerminalOutcome =
       readonly kind: "reason";
       readonly reason: TerminalReason;
       readonly candidateId: string | null;
-      readonly limit?: BudgetLimit;
+      readonly limit?: ExhaustedLimit;
     }
   | { readonly kind: "verified"; readonly candidate: Candidate }
   | {
@@ -140,7 +196,7 @@ export type TerminalOutcome =
       readonly candidateId: string;
       readonly stop: StopReason;
       readonly unresolved: string[];
-      readonly limit?: BudgetLimit;
+      readonly limit?: ExhaustedLimit;
     }
   | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason };
 
@@ -200,6 +256,9 @@ export function buildTerminalRecord(
 
 const utf8 = new TextEncoder();
 type Completion = Extract<EngineStep, { kind: "completion" }>;
+const ABORTED = Symbol("aborted");
+/** What a tool result may carry back to the model (64 KiB). */
+const clip = (text: string): string => (text.length > 65_536 ? `${text.slice(0, 65_536)}\n[clipped]` : text);
 const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
 
 /** One run's state while it is driven (everything here is also committed before it is shown). */
@@ -212,10 +271,18 @@ class RunDriver {
   #record: AutoRun;
   readonly #meter: BudgetMeter;
   readonly #producer: ActorIdentity;
+  readonly #excluded: ReadonlyArray<{ actor_id: string; session_id: string }>;
+  readonly #abort = new AbortController();
+  readonly #task: string;
+  #timer: unknown;
+  #ordinal = 0;
+  #actions = 0;
   readonly stages: RunStages;
 
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
     this.#o = o;
+    this.#task = typeof params.task === "string" ? params.task : "";
+    this.#excluded = (o.excludedActors ?? []).map((a) => ({ actor_id: a.actor_id, session_id: a.session_id }));
     const flags = runtimeStageFlags(o.flags);
     this.stages = { run, flags, result_review: resultReviewStage(params.selection, flags) };
     this.#clock = o.clock ?? { now: () => new Date() };
@@ -239,6 +306,7 @@ class RunDriver {
       independence: {
         policy: params.independencePolicy ?? "distinct_fingerprint",
         producer_fingerprint: this.#producer.fingerprint,
+        excluded_actors: [...this.#excluded],
       },
       state: null,
       terminal_reason: null,
@@ -327,30 +395,292 @@ class RunDriver {
     let driven: Completion | TerminalOutcome;
     try {
       driven = await this.#drive();
-    } catch {
+    } catch (error) {
+      // A step audit that did not commit is the safety boundary (handled by the caller).
+      if (error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PERSIST_FAILED") throw error;
       // An Engine that throws is an ordinary Agent failure, never a candidate.
       return { kind: "reason", reason: "agent_failed", candidateId: null };
     }
     return driven.kind === "completion" ? this.#candidate(driven) : driven;
   }
 
-  /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
-  async #drive(): Promise<Completion | TerminalOutcome> {
-    for await (const step of this.#o.engine.run({ run: this.run })) {
-      // Prose and tool results never make a candidate; under Stage 4 prose streams provisional.
-      if (step.kind === "prose") {
-        this.provisional("prose", step.text);
-        continue;
-      }
-      if (step.kind === "tool_result") continue;
-      if (step.kind === "cancelled") return { kind: "reason", reason: "user_cancelled", candidateId: null };
-      // The engine's own turn limit, not an Auto Mode budget: an ordinary Agent failure.
-      if (step.kind === "max_turns") return { kind: "reason", reason: "agent_failed", candidateId: null };
-      if (step.kind === "completion") return step;
-    }
-    return { kind: "reason", reason: "agent_failed", candidateId: null };
+  /** The outcome a refused budget check gives (before a candidate, or for `candidateId`). */
+  #refusal(check: Extract<BudgetCheck, { admitted: false }>, candidateId: string | null): TerminalOutcome {
+    if (check.reason === "loop_detected") return { kind: "reason", reason: "loop_detected", candidateId };
+    return { kind: "reason", reason: "budget_exhausted", candidateId, limit: check.limit };
   }
 
+  /**
+   * The admission of the next autonomous step: the wall-time deadline, the extra-token budget and
+   * the open no-progress circuit. Null when admitted.
+   */
+  admitNext(candidateId: string | null): TerminalOutcome | null {
+    for (const check of [this.#meter.checkWallTime(), this.#meter.checkTokens(), this.#meter.admitAction()]) {
+      if (!check.admitted) return this.#refusal(check, candidateId);
+    }
+    return null;
+  }
+
+  /** Arm the wall-time deadline: when it passes, the Engine's signal aborts. */
+  armWallTime(): void {
+    if (!this.#meter.isActive("wall_time_s")) return;
+    const timers = this.#o.timers ?? SYSTEM_TIMERS;
+    const arm = (): void => {
+      const started = Date.parse(this.#meter.toJSON().started_at);
+      const remaining = started + this.#record.budgets.wall_time_s * 1000 - this.#clock.now().getTime();
+      this.#timer = timers.setTimeout(
+        () => {
+          this.#timer = undefined;
+          // A timer may fire a little early against the clock: abort only once the clock agrees.
+          if (this.#meter.checkWallTime().admitted) arm();
+          else this.#abort.abort(new Error("wall_time_s"));
+        },
+        Math.max(1, Math.ceil(remaining)),
+      );
+    };
+    arm();
+  }
+
+  /** Disarm the deadline (the run committed its terminal, or stopped). */
+  disarm(): void {
+    if (this.#timer !== undefined) (this.#o.timers ?? SYSTEM_TIMERS).clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Wait for `work`, unless the run's signal aborts first (an Engine that ignores it never holds the run). */
+  async #orAbort<T>(work: Promise<T>): Promise<T | typeof ABORTED> {
+    if (this.#abort.signal.aborted) return ABORTED;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<typeof ABORTED>((resolve) => {
+      onAbort = () => resolve(ABORTED);
+      this.#abort.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([work, aborted]);
+    } finally {
+      if (onAbort !== undefined) this.#abort.signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Commit one mediated step with the ledger as it stands. */
+  async #step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord> {
+    this.#ordinal += 1;
+    const record: StepRecord = {
+      run: this.run,
+      ordinal: this.#ordinal,
+      committed_at: this.#now(),
+      usage: null,
+      progress: null,
+      turns: null,
+      action: null,
+      refusal: null,
+      result: null,
+      ...partial,
+      ledger: this.#meter.toJSON(),
+    };
+    await commitStep(this.#o.store.log, this.#runId, record);
+    return record;
+  }
+
+  /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
+  async #drive(): Promise<Completion | TerminalOutcome> {
+    const steps = this.#o.engine.run({
+      run: this.run,
+      task: this.#task,
+      tools: this.#o.workspace === undefined ? [] : HOST_TOOLS,
+      signal: this.#abort.signal,
+    });
+    const it = (
+      Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
+    ) as AsyncIterator<EngineStep, void, ActionResult | undefined>;
+    let reply: ActionResult | undefined;
+    let progress = false;
+    const failed: TerminalOutcome = { kind: "reason", reason: "agent_failed", candidateId: null };
+    try {
+      for (;;) {
+        const gate = this.admitNext(null);
+        if (gate !== null) return gate;
+        const next = await this.#orAbort(it.next(reply as ActionResult));
+        if (next === ABORTED) return this.admitNext(null) ?? failed;
+        reply = undefined;
+        if (next.done === true) return failed;
+        const step = next.value as EngineStep | { kind?: unknown };
+        switch (step.kind) {
+          case "prose":
+            // Prose never makes a candidate; under Stage 4 it streams provisional.
+            this.provisional("prose", String((step as { text?: unknown }).text ?? ""));
+            break;
+          case "turn": {
+            const usage = (step as { usage?: { input_tokens?: unknown; output_tokens?: unknown } }).usage;
+            const input = usage?.input_tokens as number;
+            const output = usage?.output_tokens as number;
+            if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input < 0 || output < 0) return failed;
+            const tokens = this.#meter.recordTurnTokens(input + output);
+            const turn = this.#meter.recordTurn({ progress });
+            await this.#step({ phase: "turn", usage: { input_tokens: input, output_tokens: output }, progress });
+            progress = false;
+            if (!tokens.admitted) return this.#refusal(tokens, null);
+            if (!turn.admitted) return this.#refusal(turn, null);
+            break;
+          }
+          case "action": {
+            const acted = await this.#act((step as { action?: unknown }).action);
+            if ("kind" in acted) return acted;
+            reply = acted.result;
+            if (acted.delta) progress = true;
+            break;
+          }
+          case "cancelled":
+            return { kind: "reason", reason: "user_cancelled", candidateId: null };
+          case "max_turns": {
+            // The Engine's own turn limit is a turn budget: budget_exhausted naming it (ADR 0009).
+            const turns = (step as { turns?: unknown }).turns as number;
+            await this.#step({ phase: "max_turns", turns: Number.isSafeInteger(turns) && turns >= 0 ? turns : 0 });
+            return { kind: "reason", reason: "budget_exhausted", candidateId: null, limit: "engine_turns" };
+          }
+          case "completion":
+            return step as Completion;
+          case "tool_result":
+            // A tool that already ran bypassed the host: an unmediated action, never a result.
+            return { kind: "reason", reason: "safety_boundary", candidateId: null };
+          default:
+            // `failed` (a coded Engine failure) and anything unknown: an ordinary Agent failure.
+            return failed;
+        }
+      }
+    } finally {
+      // Never wait on an Engine that ignores its signal.
+      void Promise.resolve()
+        .then(() => it.return?.())
+        .catch(() => undefined);
+    }
+  }
+
+  /**
+   * Mediate one proposed action: canonicalize and digest it, admit it through the ledger, classify
+   * it under deterministic policy, commit its admission, run it through the host's adapters and
+   * commit the result. A refusal commits its audit, then ends the run with its terminal reason.
+   */
+  async #act(proposal: unknown): Promise<{ result: ActionResult; delta: boolean } | TerminalOutcome> {
+    this.#actions += 1;
+    const actionOrdinal = this.#actions;
+    const canonical = canonicalizeAction(proposal as ProposedAction);
+    const toolName = String((proposal as { tool?: unknown } | null)?.tool ?? "").slice(0, 128);
+    const refuse = async (
+      terminal: "policy_requires_explicit_setup" | "safety_boundary" | "loop_detected" | "budget_exhausted",
+      code: string,
+      detail: string,
+      action: StepRecord["action"],
+      limit?: ExhaustedLimit,
+    ): Promise<TerminalOutcome> => {
+      await this.#step({ phase: "refused", action, refusal: { code, detail: detail.slice(0, 500), terminal } });
+      return terminal === "budget_exhausted"
+        ? { kind: "reason", reason: terminal, candidateId: null, limit: limit as ExhaustedLimit }
+        : { kind: "reason", reason: terminal, candidateId: null };
+    };
+    if (!canonical.ok) {
+      const action = {
+        action_ordinal: actionOrdinal,
+        tool: toolName,
+        target: null,
+        action_digest: canonical.digest,
+        classification: null,
+      };
+      if (canonical.refusal === "path_escape") {
+        return refuse("safety_boundary", "ASP_AUTO_MODE_PATH_ESCAPE", canonical.detail, action);
+      }
+      return refuse("policy_requires_explicit_setup", canonical.refusal, canonical.detail, action);
+    }
+    const a: CanonicalAction = canonical.action;
+    const base = {
+      action_ordinal: actionOrdinal,
+      tool: a.tool,
+      target: a.target,
+      action_digest: a.digest,
+      classification: null,
+    };
+    const same = this.#meter.admitAction(a.digest);
+    if (!same.admitted) {
+      return refuse(
+        "loop_detected",
+        "same_action_no_delta",
+        "this exact action without a durable delta reached its circuit",
+        base,
+      );
+    }
+    const cells = this.#meter.admitCells(1);
+    if (!cells.admitted)
+      return refuse("budget_exhausted", "budget_exhausted", "no Cell budget left", base, cells.limit);
+    const classification = this.#o.permissions?.classify(a.permission, {
+      // The credential-shaped file fence is Stage 7's deterministic control.
+      fence: this.#o.flags.isEnabled("stage7_guardian_enforcement"),
+    }) ?? { outcome: "ask" as const, reason: "no permission policy: the built-in default is ask", fenced: false };
+    const classified = {
+      ...base,
+      classification: {
+        outcome: classification.outcome,
+        reason: String(classification.reason).slice(0, 500),
+        fenced: classification.fenced === true,
+      },
+    };
+    if (classification.outcome === "deny") {
+      return refuse("policy_requires_explicit_setup", "policy_deny", classified.classification.reason, classified);
+    }
+    if (classification.outcome !== "allow") {
+      // No channel resolves an ask before Stages 6/7: refused headless, attributed to policy.
+      return refuse(
+        "policy_requires_explicit_setup",
+        "ask_without_channel",
+        `${classified.classification.reason}; no approval channel is attached`,
+        classified,
+      );
+    }
+    const workspace = this.#o.workspace;
+    if (workspace === undefined) {
+      return refuse(
+        "policy_requires_explicit_setup",
+        "no_workspace",
+        "the host offers no tool adapters to this run",
+        classified,
+      );
+    }
+    // The admission commits before anything runs: a result is accepted only for an admitted action.
+    await this.#step({ phase: "admitted", action: classified });
+    let output: string;
+    let delta = false;
+    let exitCode: number | null = null;
+    try {
+      if (a.tool === "read_file") {
+        const bytes = await workspace.read(a.target);
+        output = bytes === null ? `error: no file ${a.target}` : clip(new TextDecoder().decode(bytes));
+      } else if (a.tool === "write_file") {
+        delta = (await workspace.write(a.target, a.content as Uint8Array)).changed;
+        output = `wrote ${a.target}${delta ? "" : " (unchanged)"}`;
+      } else {
+        const ran = await workspace.run(a.argv as string[], this.#abort.signal);
+        exitCode = ran.exitCode;
+        output = clip(
+          `exit ${ran.exitCode ?? "signal"}\n${ran.stdout}${ran.stderr === "" ? "" : `\nstderr:\n${ran.stderr}`}`,
+        );
+      }
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      const message = String((error as Error).message ?? error);
+      if (code === "ASP_AUTO_MODE_PATH_ESCAPE") return refuse("safety_boundary", code, message, classified);
+      if (code === "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE") {
+        return refuse("policy_requires_explicit_setup", code, message, classified);
+      }
+      output = `error: ${clip(message)}`;
+    }
+    this.#meter.recordAction(a.digest, { durableDelta: delta });
+    const outputDigest = await this.#o.store.objects.putBlob(utf8.encode(output));
+    await this.#step({
+      phase: "executed",
+      action: classified,
+      result: { output_digest: outputDigest, delta, exit_code: exitCode },
+    });
+    return { result: { status: "executed", action_digest: a.digest, output }, delta };
+  }
   /** Store the completion's bytes, freeze its snapshot and commit the candidate transition. */
   async #candidate(
     completion: Completion,
@@ -362,8 +692,24 @@ class RunDriver {
     const payload = utf8.encode(completion.payload);
     const refs: EvidenceRef[] = [{ name: "payload", kind: "blob", digest: await objects.putBlob(payload) }];
     const versions: Candidate["artifact_versions"] = [];
+    // The files the host itself wrote through its adapters are the run's Artifacts; an Engine's
+    // own claim about a path the host wrote never replaces the host's bytes.
+    let artifacts: ReadonlyArray<{ artifact_id: string; version_id: string; bytes: Uint8Array }> = completion.artifacts;
+    if (this.#o.workspace !== undefined) {
+      let written: ReadonlyArray<{ path: string; bytes: Uint8Array }>;
+      try {
+        written = await this.#o.workspace.changes();
+      } catch {
+        return { kind: "reason", reason: "safety_boundary", candidateId: null };
+      }
+      const paths = new Set(written.map((w) => w.path));
+      artifacts = [
+        ...written.map((w) => ({ artifact_id: w.path, version_id: digestBytes(w.bytes).slice(7, 23), bytes: w.bytes })),
+        ...(Array.isArray(artifacts) ? artifacts : []).filter((a) => !paths.has(a.artifact_id)),
+      ];
+    }
     try {
-      for (const a of completion.artifacts) {
+      for (const a of artifacts) {
         const d = await objects.putBlob(a.bytes);
         refs.push({ name: `artifact:${a.artifact_id}`, kind: "blob", digest: d });
         versions.push({ artifact_id: a.artifact_id, version_id: a.version_id, checksum: d });
@@ -432,7 +778,7 @@ class RunDriver {
     const selected = selectReviewer(this.#o.reviewers, {
       policy: this.#record.independence.policy,
       producer: this.#producer,
-      excluded: this.#o.excludedActors ?? [],
+      excluded: this.#record.independence.excluded_actors,
     });
     const frozen = selected === null ? null : { ...selected.identity };
     const request: AuditRequest = {
@@ -491,6 +837,9 @@ class RunDriver {
     const maxAttempts = Math.min(2, this.#record.budgets.max_review_rounds);
     let findings: Finding[] = [];
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      // Wall time and the token budget bound the review too (outside the review terminals).
+      const gate = this.admitNext(candidate.candidate_id);
+      if (gate !== null) return gate;
       const admitted = this.#meter.admitReviewAttempt(candidate.candidate_id);
       if (!admitted.admitted) break;
       if (!same(selected.identity, frozen))
@@ -601,12 +950,18 @@ class RunDriver {
     const check = await verifySnapshot(store, candidate.snapshot_digest as Digest).catch(() => null);
     if (check === null || !check.ok)
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
-    let delivered: Uint8Array;
+    let payload: Uint8Array;
     try {
-      const payload = await store.objects.readBlob(candidate.payload_digest as Digest);
-      delivered = this.#o.deliver === undefined ? payload : await this.#o.deliver(candidate, payload);
+      payload = await store.objects.readBlob(candidate.payload_digest as Digest);
     } catch {
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
+    }
+    let delivered: Uint8Array;
+    try {
+      delivered = this.#o.deliver === undefined ? payload : await this.#o.deliver(candidate, payload);
+    } catch {
+      // The bytes may have reached the user before the failure: the truthful row is outcome_unknown.
+      return { kind: "reason", reason: "outcome_unknown", candidateId: candidate.candidate_id };
     }
     if (digestBytes(delivered) !== candidate.payload_digest) {
       return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
@@ -644,10 +999,15 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
           data: { stage: "stage2_auto_run_storage" },
         });
       }
-      if (params.selection.result_review_mode === "auto_fix" && options.flags.isEnabled("stage5_auto_repair")) {
-        throw new AutoModeError("ASP_AUTO_MODE_UNSUPPORTED", "Repair Runs (stage 5) are not built yet", {
-          data: { stage: "stage5_auto_repair" },
-        });
+      assertBuiltStages(options.flags);
+      if (params.selection.result_review_mode === "auto_fix" && !options.flags.isEnabled("stage5_auto_repair")) {
+        // ADR 0009: without Stage 5 nothing can repair, and review_only did not forbid repair, so
+        // no terminal this run could reach would be truthful: refuse it before anything commits.
+        throw new AutoModeError(
+          "ASP_AUTO_MODE_STAGE_DISABLED",
+          "result_review_mode auto_fix needs stage5_auto_repair (Repair Runs), which is off: select review_only",
+          { data: { stage: "stage5_auto_repair" } },
+        );
       }
       const runId = runIdOf(run);
       if ((await readRunFacts(options.store.log, runId)).length > 0) {
@@ -657,6 +1017,7 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
       }
       const driver = new RunDriver(options, params, run, runId);
       await driver.start();
+      driver.armWallTime();
       try {
         const produced = await driver.produce();
         if ("kind" in produced) {
@@ -685,6 +1046,8 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         if (!(error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PERSIST_FAILED")) throw error;
         // A required record did not commit: the safety boundary, if even that can commit.
         await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null });
+      } finally {
+        driver.disarm();
       }
       return loadAutoRunProjection(options.store, runId);
     },

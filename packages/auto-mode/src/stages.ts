@@ -1,12 +1,32 @@
-import type { RunIdentity } from "@asp/contracts";
-import type { AutoModeSelection, StageFlags } from "@asp/rollout";
+import { type RunIdentity, STAGE_FLAGS, type StageFlag } from "@asp/contracts";
+import { type AutoModeSelection, BUILT_STAGES, type StageFlags } from "@asp/rollout";
+import { AutoModeError } from "./errors.js";
 
-/** The rollout flags the Auto Run runtime consumes (Stages 2–4), each on its own. */
+/** The rollout flags the Auto Run runtime consumes (Stages 2–4 and 8), each on its own. */
 export const RUNTIME_STAGE_FLAGS = Object.freeze([
   "stage2_auto_run_storage",
   "stage3_scientific_review_shadow",
   "stage4_review_completion_gate",
+  "stage8_loop_circuits",
 ] as const);
+
+/**
+ * Refuse flags that turn on a stage this runtime does not implement (`@asp/rollout`
+ * `BUILT_STAGES`), for a caller that built its flags by hand: a flag for something not built is
+ * never accepted silently. Pure.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_STAGE_NOT_BUILT` naming the first such stage.
+ */
+export function assertBuiltStages(flags: Pick<StageFlags, "isEnabled">): void {
+  const unbuilt = STAGE_FLAGS.filter((f) => flags.isEnabled(f) && !BUILT_STAGES.includes(f));
+  if (unbuilt.length > 0) {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_STAGE_NOT_BUILT",
+      `${unbuilt.join(", ")} ${unbuilt.length === 1 ? "is" : "are"} on but not built in this release: turn ${unbuilt.length === 1 ? "it" : "them"} off (built: ${BUILT_STAGES.join(", ")})`,
+      { data: { stages: unbuilt, built: [...BUILT_STAGES] } },
+    );
+  }
+}
 
 /** One of {@link RUNTIME_STAGE_FLAGS}. */
 export type RuntimeStageFlag = (typeof RUNTIME_STAGE_FLAGS)[number];
@@ -69,10 +89,13 @@ export function checkRunStages(record: unknown): string | null {
   if (keys.join(",") !== "flags,result_review,run") return `stages: fields ${keys.join(",")}`;
   if (typeof r.run !== "object" || r.run === null) return "stages: run is not an identity";
   const flags = r.flags as Record<string, unknown> | undefined;
+  // Runs recorded before Stage 8 was built froze the first three flags only.
+  const flagKeys = typeof flags === "object" && flags !== null ? Object.keys(flags).sort().join(",") : "";
   if (
     typeof flags !== "object" ||
     flags === null ||
-    Object.keys(flags).sort().join(",") !== [...RUNTIME_STAGE_FLAGS].sort().join(",") ||
+    (flagKeys !== [...RUNTIME_STAGE_FLAGS].sort().join(",") &&
+      flagKeys !== RUNTIME_STAGE_FLAGS.slice(0, 3).sort().join(",")) ||
     !Object.values(flags).every((v) => typeof v === "boolean")
   ) {
     return "stages: flags are not the runtime stage flags";

@@ -202,9 +202,11 @@ describe("createAutoRunner", () => {
 
     it.each<[string, EngineStep[], string]>([
       ["prose only", [{ kind: "prose", text: "Done! Verified." }], "agent_failed"],
-      ["a tool result", [{ kind: "tool_result", tool: "r", output: "ok" }], "agent_failed"],
+      // A tool that already ran outside the host is an unmediated action (ADR 0009).
+      ["a tool result", [{ kind: "tool_result", tool: "r", output: "ok" } as unknown as EngineStep], "safety_boundary"],
       ["cancellation", [{ kind: "prose", text: "x" }, { kind: "cancelled" }, completion()], "user_cancelled"],
-      ["max-turn exhaustion", [{ kind: "max_turns", turns: 12 }, completion()], "agent_failed"],
+      // The Engine's own turn limit is a turn budget: budget_exhausted naming engine_turns (ADR 0009).
+      ["max-turn exhaustion", [{ kind: "max_turns", turns: 12 }, completion()], "budget_exhausted"],
       ["an empty completion", [{ kind: "completion", payload: "", artifacts: [], evidence: [] }], "agent_failed"],
       [
         "a partial snapshot (a ref that does not resolve)",
@@ -428,16 +430,23 @@ describe("createAutoRunner", () => {
       expect(validate("terminal-record", projection.terminal).ok).toBe(true);
     });
 
-    it.each<[string, () => Promise<Uint8Array>]>([
+    it.each<[string, () => Promise<Uint8Array>, string]>([
       [
         "delivered bytes that differ from the reviewed candidate",
         async () => new TextEncoder().encode("The answer is 43."),
+        "safety_boundary",
       ],
-      ["a delivery that fails after the review", async () => Promise.reject(new Error("connection reset"))],
-    ])("AM.states.4: %s are never Verified", async (_n, deliver) => {
+      // The bytes may have been delivered before the failure: outcome_unknown, the truthful row (ADR 0009).
+      [
+        "a delivery that fails after the review",
+        async () => Promise.reject(new Error("connection reset")),
+        "outcome_unknown",
+      ],
+    ])("AM.states.4: %s are never Verified", async (_n, deliver, reason) => {
       const { projection } = await runWith([completion()], [fakeReviewer("fake-pass")], { deliver });
       expect(projection.state).not.toBe("verified");
-      expect(projection.terminal_reason).toBe("safety_boundary");
+      expect(projection.terminal_reason).toBe(reason);
+      expect(projection.problems).toEqual([]);
     });
 
     it("AM.states.3: compare-and-swap: a run whose candidate pointer moved after the review is never Verified", async () => {

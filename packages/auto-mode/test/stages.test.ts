@@ -143,13 +143,13 @@ describe("stages at runtime (issue 14 item 7)", () => {
   describe("Stage 2: the resolved selection is persisted with the run", () => {
     it("AM.stage2.1 AM.portable.1: reopened in a new store handle, the projection shows the persisted selection, never a re-resolved one", async () => {
       const t = await setup();
-      // The autonomous preset, stored normalized (auto_fix + auto_review); Stage 5 is off.
+      // A project's selection, stored as resolved (auto_fix is refused without Stage 5, ADR 0009).
       const selection: AutoModeSelection = {
-        preset: "on",
-        result_review_mode: "auto_fix",
+        preset: "off",
+        result_review_mode: "review_only",
         approvals_reviewer: "auto_review",
         source: "project",
-        normalized: true,
+        normalized: false,
       };
       const first = await createAutoRunner({
         store: t.store,
@@ -224,7 +224,7 @@ describe("stages at runtime (issue 14 item 7)", () => {
   describe("Stage 4: provisional streaming, the candidate before the verdict, Verified only after the CAS promotion", () => {
     const steps: EngineStep[] = [
       { kind: "prose", text: "Reading the data. " },
-      { kind: "tool_result", tool: "read", output: "x,y" },
+      { kind: "turn", usage: { input_tokens: 40, output_tokens: 10 } },
       { kind: "prose", text: "The answer is 42." },
       completion(),
     ];

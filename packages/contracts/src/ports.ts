@@ -23,6 +23,8 @@ export const PLUGIN_BRANDS = Object.freeze({
   dependencyRef: "@asp/DependencyRef",
   /** A provider made with `defineProvider`. */
   provider: "@asp/ProviderDefinition",
+  /** The default export of an engine plugin's entry (`defineEngine`). */
+  engine: "@asp/EnginePlugin",
 } as const);
 
 /** One of {@link PLUGIN_BRANDS}. */
@@ -98,6 +100,95 @@ export type VerifyResponse = ReviewResponse | GuardianResponse;
 /** The verifier port (Reviewer and/or Guardian): what a verifier plugin's `init` returns. */
 export interface Verifier {
   verify(request: VerifyRequest): Promise<VerifyResponse>;
+}
+
+/**
+ * A tool the host offers an agent Engine: what the model is told it may call. The host alone runs
+ * it (through its own adapters, under deterministic policy); the Engine only proposes.
+ */
+export interface EngineToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the tool's arguments object. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * An action an Engine proposes (a model's tool call). The host computes its canonical digest,
+ * classifies it under trusted policy and runs it itself; nothing has run when it is proposed.
+ */
+export interface ProposedAction {
+  /** The tool name, one of the offered {@link EngineToolSpec} names (anything else is refused). */
+  readonly tool: string;
+  /** The tool's arguments (a JSON object). */
+  readonly arguments: Readonly<Record<string, unknown>>;
+  /** The Engine's own id for the call (e.g. the model's tool-call id), echoed to it; not part of the digest. */
+  readonly call_id?: string;
+}
+
+/**
+ * The host's answer to a proposed action, passed back as the value of the Engine iterator's next
+ * `next()`: executed (with the output the model may read) or refused (nothing ran).
+ */
+export type ActionResult =
+  | { readonly status: "executed"; readonly action_digest: string; readonly output: string }
+  | {
+      readonly status: "refused";
+      readonly action_digest: string | null;
+      readonly code: string;
+      readonly reason: string;
+    };
+
+/** Token usage of one model turn. */
+export interface EngineUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+}
+
+/** An Artifact version a completion delivers. */
+export interface EngineArtifact {
+  readonly artifact_id: string;
+  readonly version_id: string;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * What an Engine yields. Only a `completion` can become a candidate; prose, actions, turns,
+ * cancellation, max-turn exhaustion and failures never do. After an `action` the host passes the
+ * {@link ActionResult} to the iterator's next `next()`; after every other step, `undefined`.
+ */
+export type EngineStep =
+  | { readonly kind: "prose"; readonly text: string }
+  | { readonly kind: "action"; readonly action: ProposedAction }
+  /** One model turn ended: the host counts the turn and its tokens before it admits the next. */
+  | { readonly kind: "turn"; readonly usage: EngineUsage }
+  | { readonly kind: "cancelled" }
+  | { readonly kind: "max_turns"; readonly turns: number }
+  /** A coded Engine failure (an ordinary Agent failure), with its attempt outcome (`timeout`, `provider_error`, `parse_error`, ...). */
+  | { readonly kind: "failed"; readonly code: string; readonly outcome: string; readonly message: string }
+  | {
+      readonly kind: "completion";
+      /** The answer to deliver (the candidate payload). */
+      readonly payload: string;
+      readonly artifacts: ReadonlyArray<EngineArtifact>;
+      readonly evidence: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
+    };
+
+/** What an Engine is given for one run. */
+export interface EngineRunParams {
+  /** The run identity (root_frame_id, branch_id, turn_id, execution_id). */
+  readonly run: Readonly<Record<string, string>>;
+  /** What the agent is asked to do. */
+  readonly task: string;
+  /** The tools the host offers; proposing any other is refused. */
+  readonly tools: ReadonlyArray<EngineToolSpec>;
+  /** Aborted when the run's wall time or another budget ends it: stop at once, yield nothing more. */
+  readonly signal: AbortSignalLike;
+}
+
+/** The Engine port: what an engine plugin's `init` returns. Its steps are read one `next()` at a time. */
+export interface EnginePort {
+  run(params: EngineRunParams): AsyncIterator<EngineStep, void, ActionResult | undefined>;
 }
 
 /**

@@ -389,6 +389,14 @@ export const BUDGET_LIMITS = [
 export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
 
 /**
+ * What a `budget_exhausted` terminal may name as its exhausted counter: one of the thirteen
+ * {@link BUDGET_LIMITS}, or `engine_turns`, the Engine's own turn limit (an Engine that reports
+ * `max_turns` exhausted its turns: a turn budget, not an Agent failure; ADR 0009).
+ */
+export const EXHAUSTED_LIMITS = [...BUDGET_LIMITS, "engine_turns"] as const;
+export type ExhaustedLimit = (typeof EXHAUSTED_LIMITS)[number];
+
+/**
  * The budget ledger's counters: one set of names, shared by the rollout `BudgetMeter` and the
  * `BudgetLedger` schema. Deadlines (`wall_time_s`, `guardian_timeout_s`) are not counters, and
  * the per-fingerprint / per-action-digest counts and the Guardian window are kept beside these.

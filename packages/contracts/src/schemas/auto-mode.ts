@@ -10,6 +10,7 @@ import {
   type BudgetCounter,
   type BudgetLimit,
   EVIDENCE_REF_KINDS,
+  EXHAUSTED_LIMITS,
   FINDING_SEVERITIES,
   FINDING_STATUSES,
   type FindingSeverity,
@@ -73,12 +74,27 @@ export const AutoModeConfigSchema = Type.Object(
 );
 export type AutoModeConfig = Static<typeof AutoModeConfigSchema>;
 
+/** An actor and session that may never review a run's candidates (its Repair and promotion actors). */
+const ExcludedActor = Type.Object(
+  {
+    actor_id: Type.String({ minLength: 1, maxLength: 256 }),
+    session_id: Type.String({ minLength: 1, maxLength: 256 }),
+  },
+  Closed,
+);
+
 /**
- * The Reviewer independence an Auto Run freezes when it starts: the fingerprint rule and the
- * producer's fingerprint it is judged against. A later configuration change cannot move either.
+ * The Reviewer independence an Auto Run freezes when it starts: the fingerprint rule, the
+ * producer's fingerprint it is judged against, and the excluded actors (Repair, promotion) that
+ * may never review. A later configuration change cannot move any of them.
  */
 const Independence = Type.Object(
-  { policy: StringEnum(INDEPENDENCE_POLICIES), producer_fingerprint: Fingerprint },
+  {
+    policy: StringEnum(INDEPENDENCE_POLICIES),
+    producer_fingerprint: Fingerprint,
+    /** Always written since issue 25; absent on runs recorded before (read as none). */
+    excluded_actors: Type.Optional(Type.Array(ExcludedActor, { maxItems: 64 })),
+  },
   Closed,
 );
 
@@ -417,7 +433,7 @@ function reasonRecord<R extends TerminalReason>(reason: R) {
     unavailable_reason: Null,
     candidate_id: MaybeId,
     unresolved_finding_ids: FindingIds(),
-    exhausted_limit: reason === "budget_exhausted" ? StringEnum(BUDGET_LIMITS) : Null,
+    exhausted_limit: reason === "budget_exhausted" ? StringEnum(EXHAUSTED_LIMITS) : Null,
     guardian_record_id: Null,
     user_truth: Type.Literal(TERMINAL_USER_TRUTH[reason]),
   });

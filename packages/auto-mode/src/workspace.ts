@@ -1,0 +1,259 @@
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { lstat, mkdir, open, realpath } from "node:fs/promises";
+import { join } from "node:path";
+import { closedStdio } from "@asp/contracts";
+import { type Digest, digestBytes, type Store, type Tree } from "@asp/evidence";
+import type { ActionWorkspace, CommandResult } from "./actions.js";
+import { AutoModeError } from "./errors.js";
+
+/** Options of {@link createScratchWorkspace}. */
+export interface ScratchWorkspaceOptions {
+  /** An empty folder the host owns: the run's scratch workspace (never the user's repository). */
+  readonly dir: string;
+  /** Materialize this tree (the candidate's starting files, from the evidence store) into `dir` first. */
+  readonly from?: { readonly objects: Pick<Store["objects"], "readTree" | "readBlob">; readonly tree: Digest };
+  /**
+   * The bubblewrap executable commands run under (default `/usr/bin/bwrap`). A command never runs
+   * unconfined: without it `run` throws `ASP_AUTO_MODE_SANDBOX_UNAVAILABLE`.
+   */
+  readonly bwrap?: string;
+  /** Per-command output cap in bytes (default 1 MiB per stream). */
+  readonly maxOutputBytes?: number;
+}
+
+const RUNTIME_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
+const RUNTIME_FILES = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/alternatives"];
+
+function pathEscape(detail: string): never {
+  throw new AutoModeError("ASP_AUTO_MODE_PATH_ESCAPE", `the path leaves the run's workspace: ${detail}`, {
+    category: "integrity",
+    data: { detail },
+  });
+}
+
+async function materialize(
+  objects: Pick<Store["objects"], "readTree" | "readBlob">,
+  tree: Digest,
+  dir: string,
+): Promise<void> {
+  const t: Tree = await objects.readTree(tree);
+  for (const e of t.entries) {
+    const path = join(dir, e.name);
+    if (e.mode === "040000") {
+      await mkdir(path);
+      await materialize(objects, e.digest, path);
+    } else if (e.mode === "100644" || e.mode === "100755") {
+      const handle = await open(path, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+      try {
+        await handle.writeFile(await objects.readBlob(e.digest));
+      } finally {
+        await handle.close();
+      }
+      if (e.mode === "100755") await fs.promises.chmod(path, 0o755);
+    }
+    // Links and submodules are not materialized: an agent's tools never follow a link out.
+  }
+}
+
+/**
+ * The host's own tool adapters over a scratch folder: `read` and `write` resolve every path
+ * component without following a link (a planted link or a swapped folder is a path escape, never
+ * followed), `write` opens with `O_NOFOLLOW`, and `run` executes one argv under bubblewrap with no
+ * network, a private /tmp, the runtime read-only and only the workspace writable. `changes()` is
+ * every file the run wrote whose bytes differ from its starting state.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` when `dir` is not an existing, empty folder.
+ * @example
+ * ```ts
+ * const workspace = await createScratchWorkspace({ dir: await mkdtemp(join(tmpdir(), "run-")), from: { objects: store.objects, tree } });
+ * createAutoRunner({ store, engine, reviewers, flags, workspace, permissions });
+ * ```
+ */
+export async function createScratchWorkspace(options: ScratchWorkspaceOptions): Promise<ActionWorkspace> {
+  let root: string;
+  try {
+    root = await realpath(options.dir);
+    if (!(await lstat(root)).isDirectory() || (await fs.promises.readdir(root)).length > 0)
+      throw new Error("not empty");
+  } catch {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "a scratch workspace needs an existing, empty folder", {
+      data: { key: "dir" },
+    });
+  }
+  if (options.from !== undefined) await materialize(options.from.objects, options.from.tree, root);
+  const bwrap = options.bwrap ?? "/usr/bin/bwrap";
+  const maxOutput = options.maxOutputBytes ?? 1024 * 1024;
+  /** Starting digest (null: absent) of every path written. */
+  const original = new Map<string, Digest | null>();
+
+  /** The absolute path of a canonical relative path, every parent a real folder inside the root. */
+  async function resolveInside(path: string, createParents: boolean): Promise<string> {
+    const segments = path.split("/");
+    let current = root;
+    for (const [i, segment] of segments.entries()) {
+      if (segment === "" || segment === "." || segment === "..") pathEscape(`${path} is not canonical`);
+      const next = join(current, segment);
+      const last = i === segments.length - 1;
+      let stat: fs.Stats | null = null;
+      try {
+        stat = await lstat(next);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
+      if (stat?.isSymbolicLink()) pathEscape(`${segments.slice(0, i + 1).join("/")} is a link`);
+      if (!last) {
+        if (stat === null) {
+          if (!createParents) return join(current, ...segments.slice(i));
+          await mkdir(next);
+        } else if (!stat.isDirectory()) {
+          pathEscape(`${segments.slice(0, i + 1).join("/")} is not a folder`);
+        }
+      } else if (stat !== null && !stat.isFile()) {
+        pathEscape(`${path} is not a regular file`);
+      }
+      current = next;
+    }
+    return current;
+  }
+
+  async function readIfFile(abs: string): Promise<Uint8Array | null> {
+    try {
+      const handle = await open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      try {
+        return new Uint8Array(await handle.readFile());
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return null;
+      if (code === "ELOOP") pathEscape("a link was swapped in");
+      throw error;
+    }
+  }
+
+  return {
+    async read(path) {
+      return readIfFile(await resolveInside(path, false));
+    },
+    async write(path, bytes) {
+      const abs = await resolveInside(path, true);
+      const before = await readIfFile(abs);
+      if (!original.has(path)) original.set(path, before === null ? null : digestBytes(before));
+      const changed = before === null || digestBytes(before) !== digestBytes(bytes);
+      if (!changed) return { changed: false };
+      let handle: fs.promises.FileHandle;
+      try {
+        handle = await open(
+          abs,
+          fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW,
+          0o644,
+        );
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ELOOP") pathEscape(`${path} became a link`);
+        throw error;
+      }
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      return { changed: true };
+    },
+    async run(argv, signal) {
+      return runConfined(bwrap, root, argv, signal, maxOutput);
+    },
+    async changes() {
+      const out: { path: string; bytes: Uint8Array }[] = [];
+      for (const [path, before] of [...original.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        const now = await readIfFile(await resolveInside(path, false));
+        if (now !== null && digestBytes(now) !== before) out.push({ path, bytes: now });
+      }
+      return out;
+    },
+  };
+}
+
+function runConfined(
+  bwrap: string,
+  root: string,
+  argv: ReadonlyArray<string>,
+  signal: AbortSignal,
+  maxOutput: number,
+): Promise<CommandResult> {
+  if (!fs.existsSync(bwrap)) {
+    return Promise.reject(
+      new AutoModeError(
+        "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE",
+        `commands run only under bubblewrap, and ${bwrap} does not exist: install it (apt-get install bubblewrap)`,
+        { data: { bwrap } },
+      ),
+    );
+  }
+  const args = [
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--clearenv",
+    "--setenv",
+    "PATH",
+    "/usr/local/bin:/usr/bin:/bin",
+    "--setenv",
+    "HOME",
+    "/workspace",
+  ];
+  for (const f of RUNTIME_FOLDERS) if (fs.existsSync(f)) args.push("--ro-bind", f, f);
+  for (const f of RUNTIME_FILES) if (fs.existsSync(f)) args.push("--ro-bind", f, f);
+  args.push(
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    "--bind",
+    root,
+    "/workspace",
+    "--chdir",
+    "/workspace",
+  );
+  args.push("--", ...argv);
+  return new Promise((resolve, reject) => {
+    const child = spawn(bwrap, args, {
+      stdio: closedStdio(fs, ["ignore", "pipe", "pipe"]) as ["ignore", "pipe", "pipe"],
+      env: {},
+      shell: false,
+    });
+    const streams = { stdout: "", stderr: "" };
+    const take = (name: "stdout" | "stderr") => (d: Buffer) => {
+      if (streams[name].length < maxOutput)
+        streams[name] += d.toString("utf8").slice(0, maxOutput - streams[name].length);
+    };
+    child.stdout?.on("data", take("stdout"));
+    child.stderr?.on("data", take("stderr"));
+    const kill = () => child.kill("SIGKILL");
+    signal.addEventListener("abort", kill, { once: true });
+    child.on("error", (error) => {
+      signal.removeEventListener("abort", kill);
+      reject(
+        new AutoModeError("ASP_AUTO_MODE_SANDBOX_UNAVAILABLE", `bubblewrap did not start: ${error.message}`, {
+          cause: error,
+          data: { bwrap },
+        }),
+      );
+    });
+    child.on("close", (code) => {
+      signal.removeEventListener("abort", kill);
+      resolve({ exitCode: code, stdout: streams.stdout, stderr: streams.stderr });
+    });
+  });
+}

@@ -1,0 +1,480 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ActionResult } from "@asp/contracts";
+import type { FactInput, FactLog } from "@asp/evidence";
+import { type BudgetSet, createStageFlags, DEFAULT_BUDGETS, type StageFlags } from "@asp/rollout";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type ActionWorkspace,
+  AUTO_STEP_KIND,
+  type AutoRunnerOptions,
+  canonicalizeAction,
+  createAutoRunner,
+  createScratchWorkspace,
+  type Engine,
+  type EngineStep,
+  loadAutoRunProjection,
+  modelFingerprint,
+  type PermissionClassifier,
+  projectAutoRun,
+  readRunFacts,
+  runIdOf,
+} from "../src/index.js";
+import { completion, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStores } from "./helpers.js";
+
+const setup = tempStores();
+const S2 = "stage2_auto_run_storage";
+const S4 = "stage4_review_completion_gate";
+const S8 = "stage8_loop_circuits";
+const folders: string[] = [];
+afterEach(() => {
+  for (const d of folders.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  folders.push(d);
+  return d;
+}
+
+/** A clock the test moves; the runner's deadline timers fire only when the test says so. */
+function manualTime(start = Date.parse("2026-12-02T00:00:00.000Z")) {
+  let now = start;
+  const pending: Array<{ fn: () => void; at: number }> = [];
+  return {
+    clock: { now: () => new Date(now) },
+    timers: {
+      setTimeout(fn: () => void, ms: number) {
+        const t = { fn, at: now + ms };
+        pending.push(t);
+        return t;
+      },
+      clearTimeout(handle: unknown) {
+        const i = pending.indexOf(handle as (typeof pending)[number]);
+        if (i >= 0) pending.splice(i, 1);
+      },
+    },
+    advance(ms: number) {
+      now += ms;
+      for (const t of pending.splice(0).sort((a, b) => a.at - b.at)) {
+        if (t.at <= now) t.fn();
+        else pending.push(t);
+      }
+    },
+    armed: () => pending.length,
+  };
+}
+
+/** An Engine whose steps come from a generator that sees the host's answers. */
+function engineOf(
+  run: (results: ActionResult[]) => AsyncGenerator<EngineStep, void, ActionResult | undefined>,
+): Engine {
+  return {
+    actor: PRODUCER,
+    run() {
+      const results: ActionResult[] = [];
+      const inner = run(results);
+      return {
+        async next(value?: ActionResult) {
+          if (value !== undefined) results.push(value);
+          return inner.next(value);
+        },
+        async return() {
+          return inner.return(undefined);
+        },
+      };
+    },
+  };
+}
+
+const allowAll: PermissionClassifier = {
+  classify: (action) =>
+    action.tool.startsWith("run_command:") && action.tool !== "run_command:cat"
+      ? { outcome: "ask", reason: "permissions.default is ask", fenced: false }
+      : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
+};
+
+async function runWith(
+  engine: Engine,
+  opts: Partial<AutoRunnerOptions> & { flags?: StageFlags; budgets?: Partial<BudgetSet> } = {},
+) {
+  const t = await setup();
+  const runner = createAutoRunner({
+    store: t.store,
+    engine,
+    reviewers: [fakeReviewer("fake-pass")],
+    flags: opts.flags ?? createStageFlags([S2, S4]),
+    ...opts,
+  });
+  const projection = await runner.run({
+    run: RUN,
+    selection: REVIEW_ONLY,
+    budgets: { ...DEFAULT_BUDGETS, ...(opts.budgets ?? {}) },
+  });
+  const facts = await readRunFacts(t.store.log, runIdOf(RUN));
+  return { t, projection, facts };
+}
+
+async function workspaceWith(files: Record<string, string>): Promise<{ dir: string; workspace: ActionWorkspace }> {
+  const dir = tempDir("asp-auto-ws-");
+  const workspace = await createScratchWorkspace({ dir });
+  for (const [path, text] of Object.entries(files)) writeFileSync(join(dir, path), text);
+  return { dir, workspace };
+}
+
+describe("Auto Mode I: budgets bound a run (wall time, tokens, engine turns)", () => {
+  it("AM.budgets.5 AM.terminals.3 AM.invariants.8: an Engine that streams prose forever and ignores its signal ends budget_exhausted(wall_time_s) when the deadline passes", async () => {
+    const time = manualTime();
+    let yielded = 0;
+    const engine = engineOf(async function* () {
+      for (;;) {
+        yielded += 1;
+        if (yielded === 3) time.advance(5_000); // the deadline passes while it streams
+        yield { kind: "prose", text: "still thinking " };
+        await new Promise((r) => setImmediate(r));
+      }
+    });
+    const { projection, facts } = await runWith(engine, { ...time, budgets: { wall_time_s: 5 } });
+    expect(projection.terminal_reason).toBe("budget_exhausted");
+    expect(projection.terminal?.exhausted_limit).toBe("wall_time_s");
+    expect(projection.label).toBe("Paused · Budget exhausted · wall_time_s");
+    expect(projection.problems).toEqual([]);
+    expect(yielded).toBeLessThan(10);
+    expect(facts.some((f) => f.kind === "auto.candidate")).toBe(false);
+    expect(time.armed()).toBe(0);
+  });
+
+  it("AM.budgets.5 AM.invariants.8: an Engine that hangs without a step is aborted by the wall-time timer; its signal aborts", async () => {
+    const time = manualTime();
+    let aborted = false;
+    const engine: Engine = {
+      actor: PRODUCER,
+      run(params) {
+        params.signal.addEventListener("abort", () => {
+          aborted = true;
+        });
+        return {
+          next: () => {
+            // The deadline passes while the Engine holds its first step (and never answers).
+            setImmediate(() => time.advance(6_000));
+            return new Promise<IteratorResult<EngineStep>>(() => {});
+          },
+        };
+      },
+    };
+    const { projection } = await runWith(engine, { ...time, budgets: { wall_time_s: 5 } });
+    expect(aborted).toBe(true);
+    expect(projection.terminal?.exhausted_limit).toBe("wall_time_s");
+    expect(projection.problems).toEqual([]);
+  });
+
+  it("AM.budgets.5 AM.terminals.3: turns past 1.5x the initial turn's tokens end budget_exhausted(extra_token_multiplier), the ledger proving it", async () => {
+    const engine = engineOf(async function* () {
+      yield { kind: "turn", usage: { input_tokens: 80, output_tokens: 20 } }; // initial: 100
+      yield { kind: "turn", usage: { input_tokens: 90, output_tokens: 10 } }; // extra 100
+      yield { kind: "turn", usage: { input_tokens: 40, output_tokens: 10 } }; // extra 150: spent
+      yield completion();
+    });
+    const { projection } = await runWith(engine);
+    expect(projection.terminal?.exhausted_limit).toBe("extra_token_multiplier");
+    expect(projection.ledger?.consumed.extra_tokens).toBe(150);
+    expect(projection.ledger?.initial_turn_tokens).toBe(100);
+    expect(projection.steps.map((s) => s.phase)).toEqual(["turn", "turn", "turn"]);
+    expect(projection.problems).toEqual([]);
+  });
+
+  it("AM.terminals.3: a budget_exhausted terminal the committed ledger does not prove projects the safety boundary", async () => {
+    const time = manualTime();
+    const engine = engineOf(async function* () {
+      time.advance(5_000);
+      yield { kind: "prose", text: "x" };
+    });
+    const { t, facts } = await runWith(engine, { ...time, budgets: { wall_time_s: 5 } });
+    // Forge: the ledger committed with the terminal says the run started later than it did.
+    const forged = facts.map((f) => {
+      if (f.kind !== "auto.budget_ledger") return f;
+      const r = f.record as { event_id: string; body: { started_at: string } };
+      return { ...f, record: { ...r, body: { ...r.body, started_at: "2026-12-02T00:00:04.000Z" } } };
+    });
+    const real = await loadAutoRunProjection(t.store, runIdOf(RUN));
+    expect(real.terminal_reason).toBe("budget_exhausted");
+    const p = projectAutoRun({ runId: runIdOf(RUN), facts: forged, snapshots: {}, payloadsVerified: {} });
+    expect(p.terminal_reason).toBe("safety_boundary");
+    expect(p.problems.join("\n")).toMatch(/budget_exhausted\(wall_time_s\) is not what the committed ledger proves/);
+  });
+});
+
+describe("Auto Mode I: the agent's actions are mediated by the host", () => {
+  it("AM.invariants.6 AM.select.6: a read and a write run through the host's adapters; the written file is the candidate's Artifact, reviewed and Verified", async () => {
+    const { dir, workspace } = await workspaceWith({ "notes.txt": "draft\n" });
+    const engine = engineOf(async function* (results) {
+      yield { kind: "action", action: { tool: "read_file", arguments: { path: "notes.txt" }, call_id: "c1" } };
+      yield { kind: "turn", usage: { input_tokens: 10, output_tokens: 5 } };
+      const read = results[0];
+      yield {
+        kind: "action",
+        action: {
+          tool: "write_file",
+          arguments: { path: "out/answer.txt", content: `${read?.status === "executed" ? read.output : "?"}final\n` },
+        },
+      };
+      yield { kind: "turn", usage: { input_tokens: 10, output_tokens: 5 } };
+      yield { kind: "completion", payload: "Wrote out/answer.txt", artifacts: [], evidence: [] };
+    });
+    const { projection } = await runWith(engine, { workspace, permissions: allowAll });
+    expect(projection.problems).toEqual([]);
+    expect(projection.state).toBe("verified");
+    expect(readFileSync(join(dir, "out/answer.txt"), "utf8")).toBe("draft\nfinal\n");
+    expect(projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["out/answer.txt"]);
+    expect(projection.steps.map((s) => `${s.phase}:${s.action?.tool ?? ""}`)).toEqual([
+      "admitted:read_file",
+      "executed:read_file",
+      "turn:",
+      "admitted:write_file",
+      "executed:write_file",
+      "turn:",
+    ]);
+    expect(projection.steps[4]?.result?.delta).toBe(true);
+  });
+
+  it.each([
+    [
+      "an unknown tool",
+      { tool: "http_get", arguments: { url: "https://example.com" } },
+      "policy_requires_explicit_setup",
+      "unknown_tool",
+    ],
+    [
+      "a target that cannot be canonicalized",
+      { tool: "read_file", arguments: { path: "" } },
+      "policy_requires_explicit_setup",
+      "not_canonical",
+    ],
+    [
+      "curl, which policy leaves at ask with no channel",
+      { tool: "run_command", arguments: { argv: ["curl", "https://example.com"] } },
+      "policy_requires_explicit_setup",
+      "ask_without_channel",
+    ],
+    [
+      "a write outside the workspace",
+      { tool: "write_file", arguments: { path: "../escaped.txt", content: "x" } },
+      "safety_boundary",
+      "ASP_AUTO_MODE_PATH_ESCAPE",
+    ],
+    [
+      "an absolute path",
+      { tool: "read_file", arguments: { path: "/etc/passwd" } },
+      "safety_boundary",
+      "ASP_AUTO_MODE_PATH_ESCAPE",
+    ],
+  ])(
+    "AM.terminals.2 AM.invariants.6: %s is refused, its audit committed, nothing executed",
+    async (_n, action, reason, code) => {
+      const { dir, workspace } = await workspaceWith({});
+      const engine = engineOf(async function* () {
+        yield { kind: "action", action };
+        yield completion();
+      });
+      const { projection } = await runWith(engine, { workspace, permissions: allowAll });
+      expect(projection.terminal_reason).toBe(reason);
+      expect(projection.steps.map((s) => s.phase)).toEqual(["refused"]);
+      expect(projection.steps[0]?.refusal?.code).toBe(code);
+      expect(projection.steps[0]?.refusal?.terminal).toBe(reason);
+      if (reason !== "safety_boundary")
+        expect(projection.label).toMatch(/^Blocked · Policy requires explicit setup · /);
+      expect(existsSync(join(dir, "..", "escaped.txt"))).toBe(false);
+      expect(projection.candidate).toBeNull();
+    },
+  );
+
+  it("AM.states.9: a link planted in the workspace is never followed: writing through it is the safety boundary, the outside file untouched", async () => {
+    const outside = tempDir("asp-auto-outside-");
+    writeFileSync(join(outside, "target.txt"), "outside\n");
+    const { dir, workspace } = await workspaceWith({});
+    symlinkSync(outside, join(dir, "link"));
+    const engine = engineOf(async function* () {
+      yield {
+        kind: "action",
+        action: { tool: "write_file", arguments: { path: "link/target.txt", content: "pwned" } },
+      };
+      yield completion();
+    });
+    const { projection, facts } = await runWith(engine, { workspace, permissions: allowAll });
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(readFileSync(join(outside, "target.txt"), "utf8")).toBe("outside\n");
+    const steps = facts
+      .filter((f) => f.kind === AUTO_STEP_KIND)
+      .map((f) => (f.record as { body: { phase: string; refusal: { code: string } | null } }).body);
+    expect(steps.map((s) => `${s.phase}:${s.refusal?.code ?? ""}`)).toEqual([
+      "admitted:",
+      "refused:ASP_AUTO_MODE_PATH_ESCAPE",
+    ]);
+  });
+
+  it("AM.terminals.2: without a permission policy every action is ask, refused headless; without a workspace no tools are offered", async () => {
+    let offered = -1;
+    const engine: Engine = {
+      actor: PRODUCER,
+      async *run(params) {
+        offered = params.tools.length;
+        yield { kind: "action", action: { tool: "read_file", arguments: { path: "a.txt" } } };
+      },
+    };
+    const { projection } = await runWith(engine);
+    expect(offered).toBe(0);
+    expect(projection.terminal_reason).toBe("policy_requires_explicit_setup");
+    expect(projection.steps[0]?.refusal?.code).toBe("ask_without_channel");
+  });
+
+  it("AM.states.9: a refusal audit that cannot commit ends at the safety boundary, never the refusal's own reason", async () => {
+    const t = await setup();
+    const log: FactLog = new Proxy(t.store.log, {
+      get(target, prop, receiver) {
+        if (prop === "append") {
+          return async (entries: readonly FactInput[]) => {
+            if (entries.some((e) => e.kind === AUTO_STEP_KIND)) throw new Error("fault injection: disk full");
+            return target.append(entries);
+          };
+        }
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const engine = engineOf(async function* () {
+      yield { kind: "action", action: { tool: "http_get", arguments: {} } };
+    });
+    const p = await createAutoRunner({
+      store: { log, objects: t.store.objects },
+      engine,
+      reviewers: [],
+      flags: createStageFlags([S2, S4]),
+    }).run({ run: RUN, selection: REVIEW_ONLY });
+    expect(p.terminal_reason).toBe("safety_boundary");
+    expect(p.problems).toEqual([]);
+  });
+
+  it("a command runs under bubblewrap with no network, in the workspace", async () => {
+    if (!existsSync("/usr/bin/bwrap")) return expect.fail("bubblewrap is required: apt-get install bubblewrap");
+    const { workspace } = await workspaceWith({ "data.txt": "hello from the workspace\n" });
+    const engine = engineOf(async function* (results) {
+      yield { kind: "action", action: { tool: "run_command", arguments: { argv: ["cat", "data.txt"] } } };
+      yield {
+        kind: "completion",
+        payload: results[0]?.status === "executed" ? results[0].output : "no output",
+        artifacts: [],
+        evidence: [],
+      };
+    });
+    const { projection } = await runWith(engine, { workspace, permissions: allowAll });
+    expect(projection.problems).toEqual([]);
+    expect(projection.steps.map((s) => s.phase)).toEqual(["admitted", "executed"]);
+    expect(projection.steps[1]?.result?.exit_code).toBe(0);
+    expect(projection.state).toBe("verified");
+  });
+
+  it("canonical digests: a path spelled two ways and arguments in another order are one action", () => {
+    const a = canonicalizeAction({ tool: "write_file", arguments: { path: "./src/../b.txt", content: "x" } });
+    const b = canonicalizeAction({ tool: "write_file", arguments: { content: "x", path: "b.txt" } });
+    const c = canonicalizeAction({ tool: "write_file", arguments: { content: "y", path: "b.txt" } });
+    if (!a.ok || !b.ok || !c.ok) throw new Error("not canonical");
+    expect(a.action.digest).toBe(b.action.digest);
+    expect(c.action.digest).not.toBe(a.action.digest);
+    expect(a.action.target).toBe("b.txt");
+  });
+});
+
+describe("Auto Mode I: loop circuits (Stage 8)", () => {
+  const repeat = () =>
+    engineOf(async function* () {
+      for (let i = 0; i < 10; i++) {
+        yield { kind: "action", action: { tool: "read_file", arguments: { path: i % 2 === 0 ? "a.txt" : "./a.txt" } } };
+      }
+      yield completion();
+    });
+
+  it("AM.budgets.8 AM.stage8.1 AM.terminals.6: the same action without a durable delta, renamed, stops loop_detected at the limit, the circuit in the ledger", async () => {
+    const { workspace } = await workspaceWith({ "a.txt": "same\n" });
+    const { projection } = await runWith(repeat(), {
+      workspace,
+      permissions: allowAll,
+      flags: createStageFlags([S2, S4, S8]),
+    });
+    expect(projection.terminal_reason).toBe("loop_detected");
+    expect(projection.user_truth).toBe("Paused/Blocked · Loop detected");
+    expect(projection.ledger?.circuits.no_progress).toBe("open");
+    expect(projection.steps.filter((s) => s.phase === "executed")).toHaveLength(3);
+    expect(projection.problems).toEqual([]);
+  });
+
+  it("AM.budgets.4: with Stage 8 off the same repeats are not counted", async () => {
+    const { workspace } = await workspaceWith({ "a.txt": "same\n" });
+    const { projection } = await runWith(repeat(), { workspace, permissions: allowAll });
+    expect(projection.steps.filter((s) => s.phase === "executed")).toHaveLength(10);
+    expect(projection.state).toBe("verified");
+  });
+
+  it("AM.budgets.8: turns without Artifact progress open the no-progress circuit", async () => {
+    const engine = engineOf(async function* () {
+      yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 0 } };
+      for (let i = 0; i < 10; i++) yield { kind: "turn", usage: { input_tokens: 1, output_tokens: 0 } };
+      yield completion();
+    });
+    const { projection } = await runWith(engine, { flags: createStageFlags([S2, S4, S8]) });
+    expect(projection.terminal_reason).toBe("loop_detected");
+    expect(projection.steps).toHaveLength(DEFAULT_BUDGETS.no_progress_turn_limit);
+  });
+});
+
+describe("Auto Mode I: identity and truth fixes", () => {
+  it("AM.invariants.2 AM.states.6: excluded actors are frozen with the run: an excluded Reviewer is never selected", async () => {
+    const reviewer = fakeReviewer("fake-pass");
+    const { projection, facts } = await runWith(
+      engineOf(async function* () {
+        yield completion();
+      }),
+      {
+        reviewers: [reviewer],
+        excludedActors: [{ actor_id: reviewer.identity.actor_id, session_id: "repair-session" }],
+      },
+    );
+    expect(projection.terminal?.unavailable_reason).toBe("reviewer_independence_unavailable");
+    const run = facts.find((f) => f.kind === "auto.run")?.record as {
+      body: { independence: { excluded_actors: unknown[] } };
+    };
+    expect(run.body.independence.excluded_actors).toEqual([
+      { actor_id: reviewer.identity.actor_id, session_id: "repair-session" },
+    ]);
+  });
+
+  it("AM.states.6: a producer and a Reviewer on the same model have the same canonical fingerprint, so the default policy refuses the pair", async () => {
+    const fp = modelFingerprint({ endpoint: "https://api.example.com/v1", model: "gpt-x" });
+    expect(modelFingerprint({ endpoint: "https://API.example.com/other", model: " GPT-X " })).toBe(fp);
+    const engine: Engine = {
+      actor: { ...PRODUCER, fingerprint: fp },
+      async *run() {
+        yield completion();
+      },
+    };
+    const { projection } = await runWith(engine, { reviewers: [fakeReviewer("fake-pass", { fingerprint: fp })] });
+    expect(projection.terminal?.unavailable_reason).toBe("reviewer_independence_unavailable");
+  });
+
+  it("AM.terminals.1: an unbuilt stage turned on is refused before anything commits; auto_fix without Stage 5 too", async () => {
+    const t = await setup();
+    const on = (list: string[]) => ({ isEnabled: (f: string) => list.includes(f) }) as unknown as StageFlags;
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    const make = (flags: StageFlags) => createAutoRunner({ store: t.store, engine, reviewers: [], flags });
+    await expect(
+      make(on([S2, S4, "stage7_guardian_enforcement"])).run({ run: RUN, selection: REVIEW_ONLY }),
+    ).rejects.toMatchObject({
+      code: "ASP_AUTO_MODE_STAGE_NOT_BUILT",
+      data: { stages: ["stage7_guardian_enforcement"] },
+    });
+    await expect(
+      make(on([S2, S4])).run({ run: RUN, selection: { ...REVIEW_ONLY, result_review_mode: "auto_fix" } }),
+    ).rejects.toMatchObject({ code: "ASP_AUTO_MODE_STAGE_DISABLED", data: { stage: "stage5_auto_repair" } });
+    expect(await readRunFacts(t.store.log, runIdOf(RUN))).toEqual([]);
+  });
+});
