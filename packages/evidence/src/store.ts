@@ -181,7 +181,7 @@ export interface FactLog {
    */
   latest(key: string): Promise<FactEntry | undefined>;
   /**
-   * The seq of {@link latest}`(key)`, or `null` when no entry named `key`: what a conditional
+   * The seq of {@link FactLog.latest}`(key)`, or `null` when no entry named `key`: what a conditional
    * append ({@link AppendOptions.expect}) compares with.
    * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN`.
    */
