@@ -156,7 +156,10 @@ export class FreshnessAuthority {
     const environment = await this.environment(repo, baseline);
     // Whatever the base, the trusted base's head as of now: an allow at the gate records its own
     // after-tree there only on this head (receipts.ts, appendDecision).
-    const read = await this.readTrustedBase(repo);
+    const fromTrusted = options.wholeTree !== true && options.base === undefined;
+    const read = fromTrusted
+      ? await this.readTrustedBase(repo)
+      : { tree: null, seq: await this.log.latestSeq(trustedBaseKey(repo)) };
     const trustedBaseSeq = read.seq;
     if (options.wholeTree === true)
       return { baseline, changeset: null, baseFrom: "none", environment, judged, trustedBaseSeq };
