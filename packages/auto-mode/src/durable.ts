@@ -8,7 +8,7 @@ import {
   type TerminalReason,
   validate,
 } from "@asp/contracts";
-import type { FactEntry, FactInput, FactLog } from "@asp/evidence";
+import type { AppendOptions, FactEntry, FactInput, FactLog } from "@asp/evidence";
 import { checkAuditCompletion } from "./audit.js";
 import { AutoModeError } from "./errors.js";
 import { checkRunStages } from "./stages.js";
@@ -123,13 +123,21 @@ export function checkEvent(event: unknown): string | null {
 /**
  * Commit one transition: every record and its event in ONE atomic, synced fact log append (one
  * batch, one event id), each fact indexed by the run id. Resolves only once durable; the caller
- * notifies after this resolves, never before.
+ * notifies after this resolves, never before. `options.expect` makes it a compare-and-swap on
+ * state keys (run creation: the run's key has no entry; Verified promotion: it still has the
+ * entry this writer committed last).
  *
  * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` when a record or the event does not validate
  *   (nothing is written); `ASP_AUTO_MODE_PERSIST_FAILED` (category `integrity`) when the append did
- *   not commit.
+ *   not commit. EvidenceError `ASP_EVIDENCE_CONDITION_FAILED` when an `expect` condition no longer
+ *   holds (nothing is written).
  */
-export async function commitTransition(log: FactLog, runId: string, transition: Transition): Promise<FactEntry[]> {
+export async function commitTransition(
+  log: FactLog,
+  runId: string,
+  transition: Transition,
+  options: AppendOptions = {},
+): Promise<FactEntry[]> {
   const problems: string[] = [];
   for (const r of transition.records) {
     const p = checkRecord(r.kind, r.record);
@@ -151,8 +159,10 @@ export async function commitTransition(log: FactLog, runId: string, transition: 
   }));
   facts.push({ kind: AUTO_FACT_KINDS.event, record: transition.event, index });
   try {
-    return await log.append(facts);
+    return await log.append(facts, options);
   } catch (cause) {
+    // A compare-and-swap that lost (another writer moved the run) is not a persistence failure.
+    if ((cause as { code?: unknown }).code === "ASP_EVIDENCE_CONDITION_FAILED") throw cause;
     throw new AutoModeError("ASP_AUTO_MODE_PERSIST_FAILED", "the transition and its event did not commit", {
       category: "integrity",
       cause,

@@ -277,6 +277,8 @@ class RunDriver {
   #timer: unknown;
   #ordinal = 0;
   #actions = 0;
+  /** The seq of the last run record this writer committed (the head a compare-and-swap expects). */
+  #lastRunSeq: number | null = null;
   readonly stages: RunStages;
 
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
@@ -331,13 +333,24 @@ class RunDriver {
     return this.#record.run;
   }
 
-  /** Commit one transition (records + run record + ledger + event), then notify. */
-  async commit(event: AutoEvent, records: TransitionRecord[], next: Partial<AutoRun> = {}): Promise<void> {
+  /**
+   * Commit one transition (records + run record + ledger + event), then notify. `cas`: only if the
+   * run's state key still has the head this writer committed last (`null`: the run does not exist).
+   */
+  async commit(
+    event: AutoEvent,
+    records: TransitionRecord[],
+    next: Partial<AutoRun> = {},
+    cas?: { readonly seq: number | null },
+  ): Promise<void> {
     const record = { ...this.#record, ...next, updated_at: event.committed_at as string } as AutoRun;
-    await commitTransition(this.#o.store.log, this.#runId, {
-      event,
-      records: [...records, { kind: "run", record }, { kind: "ledger", record: this.#meter.toJSON() }],
-    });
+    const entries = await commitTransition(
+      this.#o.store.log,
+      this.#runId,
+      { event, records: [...records, { kind: "run", record }, { kind: "ledger", record: this.#meter.toJSON() }] },
+      cas === undefined ? {} : { expect: [{ key: runStateKey(this.#runId), seq: cas.seq }] },
+    );
+    this.#lastRunSeq = entries.find((e) => e.kind === "auto.run")?.seq ?? this.#lastRunSeq;
     this.#record = record;
     this.#o.onEvent?.(event);
   }
@@ -354,6 +367,9 @@ class RunDriver {
         budgets: this.#record.budgets,
       },
       [{ kind: "stages", record: this.stages }],
+      {},
+      // Run creation is a compare-and-swap: two writers starting one identity, one run.
+      { seq: null },
     );
   }
 
@@ -385,6 +401,9 @@ class RunDriver {
       { event_id: eventId, type: "auto_run_terminal", run: this.run, committed_at: at, terminal },
       [...extra, { kind: "terminal", record: terminal }],
       { state: terminal.state, terminal_reason: terminal.terminal_reason },
+      // Verified is a compare-and-swap on the run's head: a newer candidate committed by another
+      // writer between the check and this append is never superseded.
+      outcome.kind === "verified" ? { seq: this.#lastRunSeq } : undefined,
     );
   }
 
@@ -778,7 +797,7 @@ class RunDriver {
     const selected = selectReviewer(this.#o.reviewers, {
       policy: this.#record.independence.policy,
       producer: this.#producer,
-      excluded: this.#record.independence.excluded_actors,
+      excluded: this.#record.independence.excluded_actors ?? [],
     });
     const frozen = selected === null ? null : { ...selected.identity };
     const request: AuditRequest = {
@@ -1016,7 +1035,18 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         });
       }
       const driver = new RunDriver(options, params, run, runId);
-      await driver.start();
+      try {
+        await driver.start();
+      } catch (error) {
+        // Another writer created this run between the check above and the append.
+        if ((error as { code?: unknown }).code === "ASP_EVIDENCE_CONDITION_FAILED") {
+          throw new AutoModeError("ASP_AUTO_MODE_RUN_EXISTS", "a run with this identity already exists", {
+            cause: error,
+            data: { runId },
+          });
+        }
+        throw error;
+      }
       driver.armWallTime();
       try {
         const produced = await driver.produce();
@@ -1036,7 +1066,17 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
             const final = outcome.kind === "verified" ? await driver.promote(outcome.candidate) : outcome;
             if (final.kind === "verified") {
               const promoted: Candidate = { ...final.candidate, review_status: "verified" };
-              await driver.terminal(final, [{ kind: "candidate", record: promoted }]);
+              try {
+                await driver.terminal(final, [{ kind: "candidate", record: promoted }]);
+              } catch (error) {
+                if ((error as { code?: unknown }).code !== "ASP_EVIDENCE_CONDITION_FAILED") throw error;
+                // The compare-and-swap lost: the run moved on; the reviewed candidate is not Verified.
+                await driver.terminal({
+                  kind: "reason",
+                  reason: "safety_boundary",
+                  candidateId: final.candidate.candidate_id,
+                });
+              }
             } else {
               await driver.terminal(final);
             }

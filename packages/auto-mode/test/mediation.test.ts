@@ -478,3 +478,78 @@ describe("Auto Mode I: identity and truth fixes", () => {
     expect(await readRunFacts(t.store.log, runIdOf(RUN))).toEqual([]);
   });
 });
+
+describe("Auto Mode I: compare-and-swap on the run's head (conditional append)", () => {
+  it("AM.states.3: a newer candidate committed by another writer between the promotion check and the append is never superseded by Verified", async () => {
+    const t = await setup();
+    const key = `auto.run:${runIdOf(RUN)}`;
+    let raced = false;
+    const log: FactLog = new Proxy(t.store.log, {
+      get(target, prop, receiver) {
+        if (prop === "latest") {
+          return async (k: string) => {
+            const latest = await target.latest(k);
+            if (k === key && !raced && latest !== undefined) {
+              raced = true;
+              // Another writer moves the run to a newer generation right after the check.
+              const r = latest.record as { event_id: string; body: { generation: number } };
+              await target.append([
+                {
+                  kind: "auto.run",
+                  record: { event_id: "event:other-writer", body: { ...r.body, generation: r.body.generation + 1 } },
+                  index: [{ name: "auto.run_id", value: runIdOf(RUN) }],
+                  state: [key],
+                },
+              ]);
+            }
+            return latest;
+          };
+        }
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    await createAutoRunner({
+      store: { log, objects: t.store.objects },
+      engine,
+      reviewers: [fakeReviewer("fake-pass")],
+      flags: createStageFlags([S2, S4]),
+    }).run({ run: RUN, selection: REVIEW_ONLY });
+    expect(raced).toBe(true);
+    const facts = await readRunFacts(t.store.log, runIdOf(RUN));
+    const terminals = facts
+      .filter((f) => f.kind === "auto.terminal")
+      .map((f) => (f.record as { body: { state: string | null; terminal_reason: string | null } }).body);
+    expect(terminals.map((x) => x.state ?? x.terminal_reason)).toEqual(["safety_boundary"]);
+    expect(
+      facts.some(
+        (f) =>
+          f.kind === "auto.candidate" &&
+          (f.record as { body: { review_status: string } }).body.review_status === "verified",
+      ),
+    ).toBe(false);
+  });
+
+  it("AM.states.1: two writers starting one run identity at once: one run, the other ASP_AUTO_MODE_RUN_EXISTS", async () => {
+    const t = await setup();
+    const make = () =>
+      createAutoRunner({
+        store: t.store,
+        engine: engineOf(async function* () {
+          yield completion();
+        }),
+        reviewers: [fakeReviewer("fake-pass")],
+        flags: createStageFlags([S2, S4]),
+      }).run({ run: RUN, selection: REVIEW_ONLY });
+    const results = await Promise.allSettled([make(), make()]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    const rejected = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+    expect(rejected.reason).toMatchObject({ code: "ASP_AUTO_MODE_RUN_EXISTS" });
+    const started = (await readRunFacts(t.store.log, runIdOf(RUN))).filter(
+      (f) => f.kind === "auto.event" && (f.record as { type: string }).type === "auto_run_started",
+    );
+    expect(started).toHaveLength(1);
+  });
+});
