@@ -68,10 +68,16 @@ function instantiate(
   return instance;
 }
 
+/** The steps that end an engine run. */
+const TERMINAL_STEPS: ReadonlySet<string> = new Set(["completion", "failed", "max_turns", "cancelled"]);
+
 /**
  * An engine's `run`, every step checked ({@link checkEngineStep}) before the caller sees it. The
- * iterator is the plugin's own, driven one `next(result)` at a time; a step that does not check
- * ends the plugin's run (`return()`) and rejects with `ASP_PLUGIN_BAD_OUTPUT`.
+ * iterator is the plugin's own, driven one `next(result)` at a time. The run ends at its first
+ * terminal step (`completion`, `failed`, `max_turns`, `cancelled`): the next `next()` is done and
+ * the plugin's iterator is closed, so nothing it yields after that is ever seen. A step that does
+ * not check, or a run that stops before any terminal step while its signal has not aborted, ends
+ * the plugin's run (`return()`) and rejects with `ASP_PLUGIN_BAD_OUTPUT`.
  */
 function checkedRun(
   id: string,
@@ -83,32 +89,48 @@ function checkedRun(
     throw new PluginError(
       "ASP_PLUGIN_BAD_OUTPUT",
       `${id} returned an invalid engine run: run() must return an async iterator`,
-      {
-        data: { id, what: "engine run" },
-      },
+      { data: { id, what: "engine run" } },
     );
   }
+  let ended = false;
   const stop = async (): Promise<void> => {
+    ended = true;
     try {
       await it.return?.();
     } catch {
-      // The step already failed; the plugin's own cleanup failing changes nothing.
+      // The run is over either way; the plugin's own cleanup failing changes nothing.
     }
   };
+  const done = { done: true, value: undefined } as const;
   return {
     async next(result?: ActionResult): Promise<IteratorResult<EnginePortStep, void>> {
+      if (ended) {
+        await stop();
+        return done;
+      }
       const r = await it.next(result);
-      if (r.done === true) return { done: true, value: undefined };
+      if (r.done === true) {
+        ended = true;
+        if (params.signal?.aborted === true) return done;
+        throw new PluginError(
+          "ASP_PLUGIN_BAD_OUTPUT",
+          `${id} returned an invalid engine run: it ended without a completion, failed, max_turns or cancelled step`,
+          { data: { id, what: "engine run" } },
+        );
+      }
+      let step: EnginePortStep;
       try {
-        return { done: false, value: checkEngineStep(id, r.value) };
+        step = checkEngineStep(id, r.value);
       } catch (error) {
         await stop();
         throw error;
       }
+      if (TERMINAL_STEPS.has(step.kind)) ended = true;
+      return { done: false, value: step };
     },
     async return(): Promise<IteratorResult<EnginePortStep, void>> {
-      await it.return?.();
-      return { done: true, value: undefined };
+      await stop();
+      return done;
     },
   };
 }

@@ -277,6 +277,41 @@ describe("engine plugins", () => {
       expect((globalThis as { __aspClosed?: Record<string, boolean> }).__aspClosed?.[id]).toBe(true);
     });
 
+    it("a run that stops before any terminal step rejects ASP_PLUGIN_BAD_OUTPUT, unless its signal aborted", async () => {
+      const id = "engine-no-end";
+      const p = signedEngine(id, yielding(id, [{ kind: "prose", text: "and then nothing" }]));
+      const result = await loadPlugins({ dirs: [p.dir], trustRoots: p.roots, policy: p.policy });
+      const engine = resolveEngine(result);
+      const it = engine.run(PARAMS);
+      await it.next();
+      await expect(it.next()).rejects.toThrowWithCode("ASP_PLUGIN_BAD_OUTPUT");
+      const controller = new AbortController();
+      const aborted = engine.run({ ...PARAMS, signal: controller.signal });
+      await aborted.next();
+      controller.abort();
+      expect(await aborted.next()).toEqual({ done: true, value: undefined });
+    });
+  });
+
+  describe("when an engine yields past its terminal step", () => {
+    it.each([
+      ["completion", { kind: "completion", payload: "42", artifacts: [], evidence: [] }],
+      ["failed", { kind: "failed", code: "ASP_X_DOWN", outcome: "provider_error", message: "down" }],
+      ["max_turns", { kind: "max_turns", turns: 3 }],
+      ["cancelled", { kind: "cancelled" }],
+    ])("after %s the run is done: nothing more is seen, and the plugin's run is closed", async (_k, terminal) => {
+      const id = `engine-past-${(terminal as { kind: string }).kind}`;
+      const p = signedEngine(id, yielding(id, [terminal, { kind: "action", action: { tool: "rm", arguments: {} } }]));
+      const result = await loadPlugins({ dirs: [p.dir], trustRoots: p.roots, policy: p.policy });
+      const it = resolveEngine(result).run(PARAMS);
+      expect(await it.next()).toEqual({ done: false, value: terminal });
+      expect(await it.next()).toEqual({ done: true, value: undefined });
+      expect(await it.next()).toEqual({ done: true, value: undefined });
+      expect((globalThis as { __aspClosed?: Record<string, boolean> }).__aspClosed?.[id]).toBe(true);
+    });
+  });
+
+  describe("when an engine's run is not an iterator", () => {
     it("a run() that returns no iterator throws ASP_PLUGIN_BAD_OUTPUT", async () => {
       const p = signedEngine(
         "engine-no-iterator",
