@@ -92,10 +92,9 @@ describe("asp auto run --reviewer openai (issue 14 item 10)", { timeout: 120_000
     expect(seen[0]?.authorization).toBe(`Bearer ${KEY}`);
     expect(seen[0]?.body.model).toBe("test-model");
     expect(seen[0]?.body.response_format?.type).toBe("json_schema");
-    // The fingerprint names the verified code and its trusted options (model, endpoint).
-    expect(projection.review_runs[0]?.reviewer?.fingerprint).toMatch(
-      /^asp\.verifier-openai@sha256:[0-9a-f]{64};options=sha256:[0-9a-f]{64}$/,
-    );
+    // The canonical fingerprint names the model at its endpoint (ADR 0009): an Engine on the same
+    // model would compare equal and be refused as its own Reviewer.
+    expect(projection.review_runs[0]?.reviewer?.fingerprint).toMatch(/^model:127\.0\.0\.1:\d+\/test-model$/);
     expect(r.stdout).not.toContain(KEY);
   });
 

@@ -128,7 +128,8 @@ function fenceCandidates(path: string): string[] {
  * policy has no permissions section. Then the credential fence: an `allow` for a path matching
  * {@link DEFAULT_CREDENTIAL_FENCE} or `permissions.credentialFence` (case-insensitively, at any
  * depth) becomes `ask`; so does an `allow` for a path that climbs out of the workspace. The fence
- * never relaxes `ask` or `deny`.
+ * never relaxes `ask` or `deny`. `options.fence: false` skips the fence (Auto Mode runs it only
+ * under Stage 7); the climb-out promotion always applies.
  *
  * @throws PolicyError `ASP_POLICY_INVALID_ACTION` when `tool` is empty or `path` / `network` is
  *   not a non-empty string; `ASP_POLICY_NOT_ACTIVE` when `policy` is not an {@link ActivePolicy}.
@@ -138,7 +139,11 @@ function fenceCandidates(path: string): string[] {
  * classifyAction(policy, { tool: "read_file", path: "src/.env" });              // ask, fenced by ".env"
  * ```
  */
-export function classifyAction(policy: ActivePolicy, action: PermissionAction): PermissionDecision {
+export function classifyAction(
+  policy: ActivePolicy,
+  action: PermissionAction,
+  options: { readonly fence?: boolean } = {},
+): PermissionDecision {
   const active = requireActive(policy, "policy");
   const tool: unknown = action.tool;
   if (typeof tool !== "string" || tool.trim() === "") {
@@ -178,10 +183,12 @@ export function classifyAction(policy: ActivePolicy, action: PermissionAction): 
       : `permissions.rules[${chosen.index}] says ${outcome}`;
   if (outcome === "allow" && normalized !== null) {
     if (normalized.escapes) {
+      // A path that climbs out of the workspace is never an allow, fence or not.
       return { outcome: "ask", ...base, fenced: true, fence: null, reason: `${why}; the path leaves the workspace` };
     }
     const candidates = fenceCandidates(normalized.path);
-    const hit = compiled.fence.find((f) => candidates.some((c) => f.match(c)));
+    // The credential-shaped file fence is Stage 7's control: a caller outside it passes fence: false.
+    const hit = options.fence === false ? undefined : compiled.fence.find((f) => candidates.some((c) => f.match(c)));
     if (hit !== undefined) {
       return {
         outcome: "ask",

@@ -1,15 +1,21 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import {
   AutoModeError,
   type AutoRunProjection,
   type CompletionArtifact,
+  codeFingerprint,
   createAutoRunner,
+  createScratchWorkspace,
   createScriptedEngine,
+  type Engine,
   type EngineScript,
   type EngineStep,
   loadAutoRunProjection,
+  modelFingerprint,
+  type PermissionClassifier,
   type ReviewerPort,
   readRunFacts,
 } from "@asp/auto-mode";
@@ -24,6 +30,7 @@ import {
   registerPlugins,
   removePluginCache,
 } from "@asp/plugin-host";
+import { classifyAction } from "@asp/policy";
 import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
 import { isPostgresUrl } from "@asp/store-postgres";
 import { type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
@@ -63,6 +70,20 @@ export function renderProjection(p: AutoRunProjection): string {
   for (const f of p.findings) {
     lines.push(
       `${f.material ? "✖" : "·"} ${t(f.severity)} ${t(f.category)} ${t(f.claim)} [${f.evidence_refs.map(t).join(", ")}] (${t(f.status)})`,
+    );
+  }
+  if (p.label !== p.user_truth) lines.push(`label ${t(p.label)}`);
+  for (const s of p.steps) {
+    if (s.phase === "turn") continue;
+    const a = s.action;
+    const what = a === null ? "" : ` ${t(a.tool)}${a.target === null ? "" : ` ${t(a.target)}`}`;
+    const why = s.refusal === null ? "" : ` (${t(s.refusal.code)}: ${t(s.refusal.detail)})`;
+    lines.push(`  ${t(s.phase)}${what}${why}`);
+  }
+  if (p.ledger !== null) {
+    const turns = p.steps.filter((s) => s.phase === "turn").length;
+    lines.push(
+      `ledger: ${turns} turns, ${p.ledger.consumed.extra_tokens} extra tokens, no-progress circuit ${t(p.ledger.circuits.no_progress)}`,
     );
   }
   for (const problem of p.problems) lines.push(`  problem: ${t(problem)}`);
@@ -218,7 +239,11 @@ export async function defaultScript(repo: string, store: Store, excludes: readon
     artifacts.push({ artifact_id: DEMO_ARTIFACT_PATH, version_id: digestBytes(bytes).slice(7, 23), bytes });
   }
   return {
-    actor: { actor_id: "engine:scripted", session_id: `engine-${randomUUID()}`, fingerprint: "asp.scripted-engine@1" },
+    actor: {
+      actor_id: "engine:scripted",
+      session_id: `engine-${randomUUID()}`,
+      fingerprint: codeFingerprint("asp.scripted-engine", "1"),
+    },
     steps: [
       {
         kind: "completion",
@@ -283,16 +308,85 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
     identity: {
       actor_id: `verifier:${id}`,
       session_id: `review-${randomUUID()}`,
-      // The model and configuration identity: the verified code and its trusted options (a
-      // Reviewer's model and endpoint live there), so a reconfigured Reviewer is a new fingerprint.
-      fingerprint: `${id}@${chosen.evidence.digest};options=${digestBytes(new TextEncoder().encode(canonicalize(config.pluginOptions[id] ?? {})))}`,
+      fingerprint: actorFingerprint(id, chosen.evidence.digest, config.pluginOptions[id]),
     },
     verifier,
   };
 }
 
+/**
+ * The canonical fingerprint of a plugin actor (ADR 0009): a plugin whose trusted options name a
+ * model and an endpoint (`baseUrl`, `model`) is that model (`model:<host>/<model>`), so an Engine
+ * and a Reviewer on the same model compare equal; any other is its verified code and options.
+ */
+export function actorFingerprint(id: string, digest: string, options: unknown): string {
+  const o = (options ?? {}) as { baseUrl?: unknown; model?: unknown };
+  if (typeof o.baseUrl === "string" && typeof o.model === "string") {
+    return modelFingerprint({ endpoint: o.baseUrl, model: o.model });
+  }
+  return codeFingerprint(id, digestBytes(new TextEncoder().encode(canonicalize({ digest, options: options ?? {} }))));
+}
+
+/**
+ * The Engine `--engine NAME` picks: `scripted` (built in), or a verified, granted engine plugin
+ * from the host configuration's plugins, under its own identity (actor `engine:<id>`, a session
+ * per run, its canonical fingerprint).
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such engine plugin is loaded (the refused ones named).
+ */
+async function engineFor(name: string, config: HostConfig, host: ComposedHost): Promise<Engine> {
+  const loaded = await loadPlugins({
+    dirs: config.plugins,
+    trustRoots: readTrustRoots(config.trustRoots),
+    policy: host.policy.document as Policy,
+    cacheDir: isPostgresUrl(config.store) ? processPluginCache() : `${resolve(host.store.location)}.plugins`,
+    kinds: ["engine"],
+    pluginOptions: config.pluginOptions,
+  });
+  const engines = loaded.engines ?? [];
+  const chosen = engines.find(
+    (e) => reviewerNames(e.plugin.id).includes(name) || `engine-${name}` === e.plugin.id.replace(/^asp\./, ""),
+  );
+  if (chosen === undefined) {
+    const refused = loaded.refused.map((r) => ({ id: r.id ?? r.dir, code: r.code }));
+    throw new UsageError(
+      "ASP_CLI_BAD_INPUT",
+      `no verified, granted engine ${JSON.stringify(name)}; loaded: [${engines.map((e) => e.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.map((r) => `${r.id} (${r.code})`).join(", ")}` : ""}: add its folder to "plugins", its grant to the policy and its options to "pluginOptions" (plugins/engine-openai/README.md)`,
+      { data: { engine: name, loaded: engines.map((e) => e.plugin.id), refused } },
+    );
+  }
+  const c = host.container.createChildContainer();
+  registerPlugins(
+    c,
+    { providers: [], verifiers: [], sandboxes: [], engines: [chosen], refused: [], cacheDir: loaded.cacheDir },
+    // An engine gets only a clock: nothing that reaches the store or the filesystem.
+    { clock: { now: () => new Date() }, content: { read: async () => null } },
+  );
+  const [port] = c.resolveAll(PLUGIN_TOKENS.Engine);
+  if (port === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `engine ${name} did not register`);
+  const id = chosen.plugin.id;
+  return {
+    actor: {
+      actor_id: `engine:${id}`,
+      session_id: `engine-${randomUUID()}`,
+      fingerprint: actorFingerprint(id, chosen.evidence.digest, config.pluginOptions[id]),
+    },
+    run: (params) => port.run({ ...params, run: { ...params.run } }) as ReturnType<Engine["run"]>,
+  };
+}
+
+/** Deterministic permission policy over the host's trusted policy (`@asp/policy` `classifyAction`). */
+function hostPermissions(host: ComposedHost): PermissionClassifier {
+  return {
+    classify: (action, options) => {
+      const d = classifyAction(host.policy, action, { fence: options.fence });
+      return { outcome: d.outcome, reason: d.reason, fenced: d.fenced };
+    },
+  };
+}
+
 interface RunFlags {
   readonly engine: string;
+  readonly task?: string;
   readonly script?: string;
   readonly reviewer: string;
   readonly config?: string;
@@ -300,10 +394,8 @@ interface RunFlags {
 }
 
 async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promise<void> {
-  if (flags.engine !== "scripted") {
-    throw new UsageError("ASP_CLI_USAGE", `--engine ${JSON.stringify(flags.engine)}: only "scripted" is built in`, {
-      data: { engine: flags.engine },
-    });
+  if (flags.engine !== "scripted" && flags.script !== undefined) {
+    throw new UsageError("ASP_CLI_USAGE", "--script is for --engine scripted only", { data: { engine: flags.engine } });
   }
   const repo = resolve(ctx.io.cwd, repoArg);
   if (!existsSync(repo))
@@ -315,9 +407,51 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
   const script = flags.script === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.script));
   await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
     const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
-    const engine = createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)));
-    const runner = createAutoRunner({ store: host.store, engine, reviewers: [reviewer], flags: resolved.flags });
+    const engine =
+      flags.engine === "scripted"
+        ? createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)))
+        : await engineFor(flags.engine, config, host);
+    // The agent's tools run only in a scratch copy of the repository's files the host owns (never
+    // the user's worktree); the candidate's Artifacts are what the host wrote there.
+    const scratch = mkdtempSync(join(tmpdir(), "asp-auto-workspace-"));
+    try {
+      const target = { id: host.store.id, objects: host.store.objects };
+      const start = await snapshotWorktree(repo, { tracked: "index", store: target, excludes: config.excludes });
+      const workspace = await createScratchWorkspace({
+        dir: scratch,
+        from: { objects: host.store.objects, tree: start.tree },
+      });
+      await runIn(ctx, host, resolved, { engine, reviewer, workspace, repo, task: flags.task ?? "" });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+}
+
+async function runIn(
+  ctx: CliContext,
+  host: ComposedHost,
+  resolved: ResolvedConfiguration,
+  o: {
+    engine: Engine;
+    reviewer: ReviewerPort;
+    workspace: Awaited<ReturnType<typeof createScratchWorkspace>>;
+    repo: string;
+    task: string;
+  },
+): Promise<void> {
+  {
+    const repo = o.repo;
+    const runner = createAutoRunner({
+      store: host.store,
+      engine: o.engine,
+      reviewers: [o.reviewer],
+      flags: resolved.flags,
+      workspace: o.workspace,
+      permissions: hostPermissions(host),
+    });
     const projection = await runner.run({
+      task: o.task,
       run: {
         root_frame_id: "cli",
         branch_id: digestBytes(utf8.encode(repo)),
@@ -329,7 +463,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
     });
     ctx.print(renderProjection(projection), projection);
     ctx.setExit(autoExitCode(projection));
-  });
+  }
 }
 
 async function autoShow(ctx: CliContext, runId: string, flags: { readonly config?: string }): Promise<void> {
@@ -363,7 +497,12 @@ export function registerAuto(program: Command, ctx: CliContext): void {
       "run an Auto Run on REPO: scripted engine to candidate, independent review, terminal (exit 0 verified, 1 completed with issues, 2 otherwise)",
     )
     .argument("<repo>", "the repository the candidate changes")
-    .option("--engine <name>", "the engine (built in: scripted)", "scripted")
+    .option(
+      "--engine <name>",
+      "the engine: scripted (built in), or a verified, granted engine plugin (e.g. openai for asp.engine-openai)",
+      "scripted",
+    )
+    .option("--task <text>", "what the agent is asked to do (passed to the engine)")
     .option(
       "--script <file>",
       "engine script JSON { actor, steps } (default: one completion with the worktree's changes against HEAD, or a built-in demo edit)",
