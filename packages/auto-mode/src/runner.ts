@@ -106,6 +106,8 @@ export interface AutoRunnerOptions {
   readonly deliver?: (candidate: Candidate, payload: Uint8Array) => Promise<Uint8Array>;
   /** Notified with each event after its transition committed (never before, never on failure). */
   readonly onEvent?: (event: AutoEvent) => void;
+  /** Notified with each mediated step after it committed (turns, admitted / executed / refused actions). */
+  readonly onStep?: (step: StepRecord) => void;
   /**
    * Stage 4 (`gate`) only: hears the Engine's prose as it streams and then the committed
    * candidate, each labelled provisional ({@link ProvisionalChunk}), before any verdict exists.
@@ -498,6 +500,7 @@ class RunDriver {
       ledger: this.#meter.toJSON(),
     };
     await commitStep(this.#o.store.log, this.#runId, record);
+    this.#o.onStep?.(record);
     return record;
   }
 

@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openStore } from "@asp/evidence";
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,6 +9,7 @@ import { loadAutoRunProjection, runIdOf } from "../src/index.js";
 import { RUN, tempStore } from "./helpers.js";
 
 const CHILD = fileURLToPath(new URL("./fixtures/kill-child.mjs", import.meta.url));
+const ACTIONS_CHILD = fileURLToPath(new URL("./fixtures/kill-child-actions.mjs", import.meta.url));
 const DIST = fileURLToPath(new URL("../dist/index.js", import.meta.url));
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -14,9 +17,11 @@ afterEach(async () => {
 });
 
 /** Run the child until its `stopAt`-th event committed, SIGKILL it, and return the events it saw. */
-function runAndKill(dir: string, stopAt: number, verdict: string): Promise<string[]> {
+function runAndKill(dir: string, stopAt: number, verdict: string, argv?: string[]): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, dir, String(stopAt), verdict], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, argv ?? [CHILD, dir, String(stopAt), verdict], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const seen: string[] = [];
     let buf = "";
     let err = "";
@@ -74,4 +79,50 @@ describe.skipIf(!existsSync(DIST))("SIGKILL of the run process (needs `pnpm --fi
     },
     60_000,
   );
+
+  // Every durable commit of a run whose Engine acts: the steps and the transitions, in order.
+  const COMMITS = [
+    "auto_run_started",
+    "step:admitted",
+    "step:executed",
+    "step:turn",
+    "step:admitted",
+    "step:executed",
+    "step:turn",
+    "candidate_ready",
+    "auto_audit_started",
+    "auto_audit_completed",
+    "auto_run_terminal",
+  ];
+  it("AM.durable.1 AM.durable.2: killed after each committed step and transition of an acting run, the reopened projection claims no more than the facts prove", async () => {
+    for (let stopAt = 1; stopAt <= COMMITS.length; stopAt++) {
+      const t = await tempStore();
+      cleanups.push(t.cleanup);
+      await t.store.close();
+      const scratch = mkdtempSync(join(tmpdir(), "asp-kill-ws-"));
+      cleanups.push(async () => rmSync(scratch, { recursive: true, force: true }));
+      const seen = await runAndKill(t.dir, stopAt, "pass", [ACTIONS_CHILD, t.dir, scratch, String(stopAt)]);
+      expect(seen.at(-1)).toBe(`${stopAt} ${COMMITS[stopAt - 1]}`);
+      const store = await openStore(t.dir, { waitMs: 10_000 });
+      try {
+        const p = await loadAutoRunProjection(store, runIdOf(RUN));
+        expect(p.problems).toEqual([]);
+        const committed = COMMITS.slice(0, stopAt);
+        // Exactly the steps that committed, nothing an interrupted action did not finish.
+        expect(p.steps.map((s) => `step:${s.phase}`)).toEqual(committed.filter((c) => c.startsWith("step:")));
+        const candidate = committed.includes("candidate_ready");
+        expect(p.state).toBe(stopAt === COMMITS.length ? "verified" : candidate ? "candidate" : null);
+        expect(p.user_truth).toBe(
+          stopAt === COMMITS.length
+            ? "Verified"
+            : candidate
+              ? "Candidate · provisional / not verified"
+              : "Started · no candidate",
+        );
+        if (candidate) expect(p.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["a.txt"]);
+      } finally {
+        await store.close();
+      }
+    }
+  }, 120_000);
 });
