@@ -3,9 +3,10 @@ import "reflect-metadata";
 import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Policy } from "@asp/contracts";
+import type { ActionResult, EnginePortStep, Policy } from "@asp/contracts";
 import {
   digestPlugin,
+  type Engine,
   loadPlugins,
   type PluginLoadResult,
   type PluginPolicy,
@@ -29,7 +30,7 @@ import { inert } from "../terminal.js";
 
 /** One step of {@link checkPlugin}: what was checked, and the code of its failure. */
 export interface PluginCheckStep {
-  /** `load` (signature, digest, manifest, grant, brand), `init`, or the port method exercised (`review`, `guardian`, `launch`, `stage`, `recover`). */
+  /** `load` (signature, digest, manifest, grant, brand), `init`, or the port method exercised (`review`, `guardian`, `launch`, `stage`, `recover`, `run`). */
   readonly id: string;
   readonly status: "pass" | "fail";
   readonly detail: string;
@@ -42,7 +43,7 @@ export interface PluginCheckReport {
   readonly dir: string;
   readonly id: string;
   readonly version: string;
-  readonly kind: "verifier" | "sandbox";
+  readonly kind: "verifier" | "sandbox" | "engine";
   /** The folder's tree digest (what the signature signs and a policy pins). */
   readonly digest: string;
   /** `policy`: the grant came from `--policy`; `manifest`: none was given, the manifest's capabilities were granted for the check. */
@@ -76,6 +77,16 @@ class StepFailure extends Error {
   }
 }
 
+/** An engine's own coded `failed` step, reported under its code. */
+class EngineRunFailed extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" && /^ASP_[A-Z0-9_]+$/.test(code) ? code : "ASP_CLI_PLUGIN_THREW";
@@ -89,17 +100,21 @@ function messageOf(error: unknown): string {
   }
 }
 
-/** `call()`, bounded: a port that never answers fails the step with `ASP_CLI_PLUGIN_TIMEOUT`. */
-async function bounded<T>(what: string, timeoutMs: number, call: () => Promise<T>): Promise<T> {
+/**
+ * `call()`, bounded: a port that never answers fails the step with `ASP_CLI_PLUGIN_TIMEOUT`, and
+ * the signal it was handed aborts then (an engine's run stops at it).
+ */
+async function bounded<T>(what: string, timeoutMs: number, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  const controller = new AbortController();
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new StepFailure("ASP_CLI_PLUGIN_TIMEOUT", `${what} did not answer within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new StepFailure("ASP_CLI_PLUGIN_TIMEOUT", `${what} did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
   });
   try {
-    return await Promise.race([call(), timeout]);
+    return await Promise.race([call(controller.signal), timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -128,7 +143,7 @@ async function loadStep(
     trustRoots: options.trustRoots,
     policy: options.policy ?? selfGrant(dir),
     cacheDir: join(scratch, "cache"),
-    kinds: ["verifier", "sandbox"],
+    kinds: ["verifier", "sandbox", "engine"],
     ...(options.pluginOptions === undefined
       ? {}
       : { pluginOptions: { [readPluginManifest(dir).manifest.id]: options.pluginOptions } }),
@@ -137,7 +152,7 @@ async function loadStep(
   if (refused !== undefined) {
     return { result, step: { id: "load", status: "fail", detail: refused.message, code: refused.code } };
   }
-  const loaded = result.verifiers[0] ?? result.sandboxes[0];
+  const loaded = result.verifiers[0] ?? result.sandboxes[0] ?? result.engines?.[0];
   const e = loaded?.evidence;
   return {
     result,
@@ -150,14 +165,19 @@ async function loadStep(
 }
 
 /** Step `init`: build the port through `registerPlugins`, which wraps every answer in its validator. */
-function initStep(result: PluginLoadResult): { port: Verifier | Sandbox } {
+function initStep(result: PluginLoadResult): { port: Verifier | Sandbox | Engine } {
   const child = container.createChildContainer();
   registerPlugins(child, result, {
     clock: { now: () => new Date() },
     // The check serves no content: a verifier asking for a blob gets "not in the store".
     content: { read: async () => null },
   });
-  const port = result.verifiers.length > 0 ? child.resolveAll(TOKENS.Verifier)[0] : child.resolveAll(TOKENS.Sandbox)[0];
+  const port =
+    result.verifiers.length > 0
+      ? child.resolveAll(TOKENS.Verifier)[0]
+      : (result.engines ?? []).length > 0
+        ? child.resolveAll(TOKENS.Engine)[0]
+        : child.resolveAll(TOKENS.Sandbox)[0];
   if (port === undefined) throw new StepFailure("ASP_PLUGIN_LOAD_FAILED", "nothing was registered");
   return { port };
 }
@@ -173,8 +193,63 @@ const SAMPLE_REQUESTS: Readonly<Record<"review" | "guardian", VerifyRequest>> = 
   },
 };
 
+/** The most steps the check reads from an engine's sample run before it stops the run. */
+const ENGINE_CHECK_STEPS = 256;
+
+/** What the check answers every action an engine proposes: it runs no tool. */
+const CHECK_REFUSAL: ActionResult = {
+  status: "refused",
+  action_digest: null,
+  code: "ASP_CLI_PLUGIN_CHECK",
+  reason: "asp plugin check runs no tool; answer without tools",
+};
+
+/**
+ * Step `run`: one sample run of an engine, read as a host reads it (every step checked by
+ * plugin-host), every proposed action refused, to its terminal step. A `failed` step fails the
+ * check step with the engine's own code; a run still going after {@link ENGINE_CHECK_STEPS} steps
+ * is stopped. `signal` aborts it (the check's deadline).
+ */
+async function engineRun(port: Engine, signal: AbortSignal): Promise<string> {
+  const it = port.run({
+    run: { root_frame_id: "asp-plugin-check", branch_id: "check", turn_id: "check-1", execution_id: "check-1" },
+    task: "asp plugin check: reply with the single word ready.",
+    tools: [
+      {
+        name: "read_file",
+        description: "Read a file of the repository (this check refuses every call).",
+        parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+      },
+    ],
+    signal,
+  });
+  const counts = new Map<string, number>();
+  let last: EnginePortStep | undefined;
+  try {
+    for (let n = 0; n < ENGINE_CHECK_STEPS; n++) {
+      const r = await it.next(last?.kind === "action" ? CHECK_REFUSAL : undefined);
+      if (r.done) break;
+      last = r.value;
+      counts.set(last.kind, (counts.get(last.kind) ?? 0) + 1);
+    }
+  } finally {
+    await it.return?.();
+  }
+  const seen = [...counts].map(([k, c]) => `${k} ${c}`).join(", ");
+  if (last?.kind === "failed")
+    throw new EngineRunFailed(last.code, `the run failed (${last.outcome}): ${last.message}`);
+  if (last === undefined || !["completion", "max_turns", "cancelled"].includes(last.kind)) {
+    throw new StepFailure("ASP_CLI_PLUGIN_TIMEOUT", `the run did not end within ${ENGINE_CHECK_STEPS} steps (${seen})`);
+  }
+  return `ended ${last.kind} after ${seen}; every step valid, every action refused`;
+}
+
 /** Each port method the plugin implements, called once with a sample request. */
-function exercises(port: Verifier | Sandbox, scratch: string): Array<{ id: string; call: () => Promise<string> }> {
+function exercises(
+  port: Verifier | Sandbox | Engine,
+  scratch: string,
+): Array<{ id: string; call: (signal: AbortSignal) => Promise<string> }> {
+  if ("run" in port) return [{ id: "run", call: (signal) => engineRun(port, signal) }];
   if ("verify" in port) {
     return (["review", "guardian"] as const)
       .filter((c) => port.capabilities.includes(c))
@@ -230,18 +305,21 @@ function exercises(port: Verifier | Sandbox, scratch: string): Array<{ id: strin
 }
 
 /**
- * Check a packed, signed verifier or sandbox plugin as a host would use it: load the folder with
- * `loadPlugins` (signature against `trustRoots`, tree digest, manifest, policy grant, the brand of
- * the entry's default export), build its port with `registerPlugins`, and call each port method
- * it implements once with a sample request, every answer validated as the host validates it
- * (`plugin-verify-response`; `checkLaunchResult` / `checkStageResult` against the grant). What
- * `asp conformance` is to a provider. The plugin's code runs in this process, as in a host.
+ * Check a packed, signed verifier, sandbox or engine plugin as a host would use it: load the
+ * folder with `loadPlugins` (signature against `trustRoots`, tree digest, manifest, policy grant,
+ * the brand of the entry's default export), build its port with `registerPlugins`, and call each
+ * port method it implements once with a sample request, every answer validated as the host
+ * validates it (`plugin-verify-response`; `checkLaunchResult` / `checkStageResult` against the
+ * grant; each engine step against `EnginePortStep`). An engine gets one sample run (a task, one
+ * offered tool, every proposed action refused) read to its terminal step. What `asp conformance`
+ * is to a provider. The plugin's code runs in this process, as in a host.
  *
  * Failures are reported per step with their code: `ASP_PLUGIN_*` refusals and
  * `ASP_PLUGIN_BAD_OUTPUT` / `ASP_PLUGIN_FORBIDDEN_PORT` / `ASP_PLUGIN_LOAD_FAILED` from
- * `@asp/plugin-host`; `ASP_CLI_PLUGIN_THREW` when the plugin throws without a code;
- * `ASP_CLI_PLUGIN_TIMEOUT` when it does not answer in time; `ASP_CLI_PLUGIN_NO_PORT_METHOD` when
- * it implements no method its capabilities allow.
+ * `@asp/plugin-host`; an engine's own code when its run ends `failed`; `ASP_CLI_PLUGIN_THREW`
+ * when the plugin throws without a code; `ASP_CLI_PLUGIN_TIMEOUT` when it does not answer in time
+ * (an engine run: its signal is aborted then, or it did not end within 256 steps);
+ * `ASP_CLI_PLUGIN_NO_PORT_METHOD` when it implements no method its capabilities allow.
  *
  * @throws UsageError `ASP_CLI_BAD_INPUT` when the folder is a provider (check it with
  *   `asp conformance --plugin`); PluginError `ASP_PLUGIN_BAD_MANIFEST` / `ASP_PLUGIN_IO` when the
@@ -289,7 +367,7 @@ async function exerciseSteps(
   timeoutMs: number,
   steps: PluginCheckStep[],
 ): Promise<void> {
-  let port: Verifier | Sandbox;
+  let port: Verifier | Sandbox | Engine;
   try {
     port = initStep(result).port;
   } catch (error) {
@@ -329,12 +407,12 @@ function formatCheck(r: PluginCheckReport): string {
   ].join("\n");
 }
 
-/** `asp plugin check DIR --trust PUB`: what conformance is to a provider, for a verifier or a sandbox. */
+/** `asp plugin check DIR --trust PUB`: what conformance is to a provider, for a verifier, a sandbox or an engine. */
 export function registerPluginCheck(plugin: Command, ctx: CliContext): void {
   plugin
     .command("check")
     .description(
-      "load a packed, signed verifier or sandbox plugin as the host does and call its port once (exit 1 on any failure)",
+      "load a packed, signed verifier, sandbox or engine plugin as the host does and call its port once (exit 1 on any failure)",
     )
     .argument("<dir>", "the packed plugin folder (dist/plugin)")
     .requiredOption("--trust <pub>", "a trusted public key or trust file (repeatable)", collect)
