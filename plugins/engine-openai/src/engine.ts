@@ -355,6 +355,11 @@ export function createOpenAIEngine(params: OpenAIEngineParams): EnginePort {
       if (failure !== null) throw failure;
       if (answer.toolCalls.length === 0) {
         const payload = convo.scrubber.scrub(answer.content);
+        if (convo.scrubber.holds(payload)) {
+          throw new OpenAIEngineError("ASP_ENGINE_OPENAI_MALFORMED_STREAM", "the answer keeps reforming the key", {
+            data: { reason: "key reforms after scrub" },
+          });
+        }
         if (payload.length > MAX_PAYLOAD_CHARS) {
           throw new OpenAIEngineError("ASP_ENGINE_OPENAI_RESPONSE_TOO_LARGE", "the final answer exceeds a payload", {
             data: { limit: MAX_PAYLOAD_CHARS },

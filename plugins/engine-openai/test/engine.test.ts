@@ -184,6 +184,14 @@ describe("createOpenAIEngine", () => {
       },
     );
 
+    it("more tool calls in one answer than the bound is ASP_ENGINE_OPENAI_BAD_TOOL_CALL", async () => {
+      server.script(call(Array.from({ length: 65 }, (_, i) => ({ id: `c${i}`, name: "read_file", arguments: "{}" }))));
+      expect(failed(await drive(engine(), runParams().params))).toEqual({
+        code: "ASP_ENGINE_OPENAI_BAD_TOOL_CALL",
+        outcome: "parse_error",
+      });
+    });
+
     it("a tool call without a name is ASP_ENGINE_OPENAI_BAD_TOOL_CALL", async () => {
       server.script(call([{ id: "c", name: "", arguments: "{}" }]));
       expect(failed(await drive(engine(), runParams().params))).toEqual({
@@ -388,6 +396,12 @@ describe("createOpenAIEngine", () => {
         "a content filter stop",
         sse([chunk({ content: "x" }), chunk({}, "content_filter")]),
         "ASP_ENGINE_OPENAI_REFUSAL",
+        "parse_error",
+      ],
+      [
+        "an answer over the byte bound",
+        rawStream(`data: ${JSON.stringify(chunk({ content: "x".repeat(5 * 1024 * 1024) }))}\n\n`),
+        "ASP_ENGINE_OPENAI_RESPONSE_TOO_LARGE",
         "parse_error",
       ],
       [
