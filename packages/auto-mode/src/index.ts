@@ -70,8 +70,10 @@ export {
   reviewRunIdOf,
   runIdOf,
 } from "./identity.js";
+export type { MachineFact, MachineInput, MachineTransition, RunPhase, RunReplay } from "./machine.js";
+export { nextPhase, RUN_MACHINE, replayRun, transitionOf } from "./machine.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
-export { loadAutoRunProjection, projectAutoRun } from "./projection.js";
+export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./projection.js";
 export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
 export { attemptOutcomeOfError, isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
 export type {

@@ -39,6 +39,7 @@ import {
 } from "./durable.js";
 import { blocksVerified, findingStatusProblem, isUnresolvedFinding } from "./findings.js";
 import { candidateIdOf, findingFingerprint, findingIdOf, runIdOf } from "./identity.js";
+import { type MachineFact, type MachineInput, type RunPhase, replayRun } from "./machine.js";
 import { isEligibleReviewer } from "./review.js";
 import { type ResultReviewStage, type RunStages, resultReviewStage } from "./stages.js";
 
@@ -92,6 +93,8 @@ export interface AutoRunProjection {
   readonly steps: ReadonlyArray<StepRecord>;
   /** The budget ledger as last committed (null when failed closed or none). */
   readonly ledger: BudgetLedger | null;
+  /** The run machine's phase the committed facts prove ({@link replayRun}); null when failed closed. */
+  readonly phase: RunPhase | null;
   /** Why the projection failed closed to the safety boundary (empty when it did not). */
   readonly problems: ReadonlyArray<string>;
 }
@@ -139,6 +142,7 @@ function failClosed(input: ProjectionInput, run: RunIdentity | null, problems: s
     label: TERMINAL_USER_TRUTH.safety_boundary,
     steps: [],
     ledger: null,
+    phase: null,
     problems,
   };
 }
@@ -175,12 +179,16 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
   );
   const recordEvents = new Map<string, AutoRecordKind[]>();
   const steps: { seq: number; body: StepRecord }[] = [];
+  const inputs: MachineFact[] = [];
   for (const fact of [...input.facts].sort((a, b) => a.seq - b.seq)) {
     if (fact.kind === AUTO_STEP_KIND) {
       const body = (fact.record as { body?: unknown } | null)?.body;
       const p = checkStepRecord(body);
       if (p !== null) bad(`seq ${fact.seq}: ${p}`);
-      else steps.push({ seq: fact.seq, body: body as StepRecord });
+      else {
+        steps.push({ seq: fact.seq, body: body as StepRecord });
+        inputs.push({ seq: fact.seq, input: `step:${(body as StepRecord).phase}` });
+      }
       continue;
     }
     if (fact.kind === AUTO_FACT_KINDS.event) {
@@ -189,6 +197,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
         bad(`seq ${fact.seq}: ${p}`);
         continue;
       }
+      inputs.push({ seq: fact.seq, input: (fact.record as { type: MachineInput }).type });
       const ev = fact.record as Record<string, unknown> & { event_id: string };
       if (events.has(ev.event_id)) bad(`event ${ev.event_id} committed twice`);
       events.set(ev.event_id, { seq: fact.seq, event: ev });
@@ -212,6 +221,9 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     recs[kind].push({ seq: fact.seq, event_id: r.event_id, body: r.body });
     recordEvents.set(r.event_id, [...(recordEvents.get(r.event_id) ?? []), kind]);
   }
+  // The committed inputs replayed through the run machine: the same table the runner wrote by.
+  const replay = replayRun(inputs);
+  for (const v of replay.violations) bad(`run machine: ${v}`);
   // Every record's transition event committed (a record without its audit row is unreconcilable).
   for (const [eventId, kinds] of recordEvents) {
     if (!events.has(eventId)) bad(`records ${kinds.join(",")} have no committed event ${eventId}`);
@@ -594,6 +606,19 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       admitted.delete(a.action_ordinal);
     }
   });
+  // The terminal's row: which phase it left decides which terminals may follow.
+  const left = replay.trace.find((m) => m.on === "auto_run_terminal")?.from;
+  if (terminal !== null && left !== undefined) {
+    const refusal = steps[steps.length - 1]?.body;
+    if (left === "started" && terminal.state !== null) bad(`a ${terminal.state} terminal without a candidate`);
+    if ((left === "acting" || left === "reviewing") && terminal.terminal_reason !== "safety_boundary")
+      bad(`a ${terminal.terminal_reason ?? terminal.state} terminal while ${left}`);
+    if (left === "refused") {
+      const expected = refusal?.phase === "max_turns" ? "budget_exhausted" : refusal?.refusal?.terminal;
+      if (terminal.terminal_reason !== expected && terminal.terminal_reason !== "safety_boundary")
+        bad(`the terminal ${String(terminal.terminal_reason)} is not what the committed refusal named`);
+    }
+  }
   // A terminal outside the five states is accepted only when the committed records prove it.
   if (terminal !== null && terminalRec !== undefined && terminal.state === null) {
     const ledger = recs.ledger.find((l) => l.event_id === terminalRec.event_id)?.body as BudgetLedger | undefined;
@@ -677,6 +702,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     ),
     steps: steps.map((st) => st.body),
     ledger: (recs.ledger[recs.ledger.length - 1]?.body as BudgetLedger | undefined) ?? null,
+    phase: replay.phase,
     problems: [],
   };
 }
@@ -711,23 +737,14 @@ function done(rr: ReviewRun, events: ReadonlyMap<string, { event: Record<string,
 }
 
 /**
- * Load and project an Auto Run from a store: reads its facts (each verified by the fact log) and
- * re-hashes every snapshot and payload they name, then calls {@link projectAutoRun}. A log that
- * does not verify, or a store that cannot be read, projects the safety boundary. Never writes.
+ * Read what {@link projectAutoRun} projects from a store: the run's facts (each verified by the fact
+ * log), and for every snapshot and payload they name whether it re-hashes. A recorded history (a
+ * committed fixture) is exactly this input. Never writes.
+ *
+ * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify.
  */
-export async function loadAutoRunProjection(
-  store: Pick<Store, "log" | "objects">,
-  runId: string,
-): Promise<AutoRunProjection> {
-  let facts: FactEntry[];
-  try {
-    facts = await readRunFacts(store.log, runId);
-  } catch (error) {
-    const code = (error as { code?: string }).code ?? "unknown";
-    return failClosed({ runId, facts: [], snapshots: {}, payloadsVerified: {} }, null, [
-      `the fact log does not verify: ${code}`,
-    ]);
-  }
+export async function projectionInputOf(store: Pick<Store, "log" | "objects">, runId: string): Promise<ProjectionInput> {
+  const facts = await readRunFacts(store.log, runId);
   const snapshots: Record<string, FrozenSnapshot | null> = {};
   const payloadsVerified: Record<string, boolean> = {};
   for (const f of facts) {
@@ -751,5 +768,26 @@ export async function loadAutoRunProjection(
       }
     }
   }
-  return projectAutoRun({ runId, facts, snapshots, payloadsVerified });
+  return { runId, facts, snapshots, payloadsVerified };
+}
+
+/**
+ * Load and project an Auto Run from a store ({@link projectionInputOf}, then {@link projectAutoRun}).
+ * A log that does not verify, or a store that cannot be read, projects the safety boundary. Never
+ * writes.
+ */
+export async function loadAutoRunProjection(
+  store: Pick<Store, "log" | "objects">,
+  runId: string,
+): Promise<AutoRunProjection> {
+  let input: ProjectionInput;
+  try {
+    input = await projectionInputOf(store, runId);
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "unknown";
+    return failClosed({ runId, facts: [], snapshots: {}, payloadsVerified: {} }, null, [
+      `the fact log does not verify: ${code}`,
+    ]);
+  }
+  return projectAutoRun(input);
 }

@@ -62,6 +62,7 @@ import type { ActorIdentity, Engine, EngineStep } from "./engine.js";
 import { AutoModeError } from "./errors.js";
 import { blocksVerified } from "./findings.js";
 import { candidateIdOf, checkRun, findingFingerprint, findingIdOf, reviewRunIdOf, runIdOf } from "./identity.js";
+import { type MachineInput, nextPhase, type RunPhase } from "./machine.js";
 import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
 import { type AttemptResult, type ReviewerPort, runAttempt, selectReviewer } from "./review.js";
 import { assertBuiltStages, type RunStages, resultReviewStage, runtimeStageFlags } from "./stages.js";
@@ -281,6 +282,8 @@ class RunDriver {
   #actions = 0;
   /** The seq of the last run record this writer committed (the head a compare-and-swap expects). */
   #lastRunSeq: number | null = null;
+  /** The run machine's phase after the last commit ({@link RUN_MACHINE}). */
+  #phase: RunPhase = "absent";
   readonly stages: RunStages;
 
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
@@ -346,6 +349,8 @@ class RunDriver {
     cas?: { readonly seq: number | null },
   ): Promise<void> {
     const record = { ...this.#record, ...next, updated_at: event.committed_at as string } as AutoRun;
+    // Every commit is a row of the run machine, checked before anything is written.
+    const phase = nextPhase(this.#phase, event.type as MachineInput);
     const entries = await commitTransition(
       this.#o.store.log,
       this.#runId,
@@ -353,6 +358,7 @@ class RunDriver {
       cas === undefined ? {} : { expect: [{ key: runStateKey(this.#runId), seq: cas.seq }] },
     );
     this.#lastRunSeq = entries.find((e) => e.kind === "auto.run")?.seq ?? this.#lastRunSeq;
+    this.#phase = phase;
     this.#record = record;
     this.#o.onEvent?.(event);
   }
@@ -499,7 +505,9 @@ class RunDriver {
       ...partial,
       ledger: this.#meter.toJSON(),
     };
+    const phase = nextPhase(this.#phase, `step:${record.phase}`);
     await commitStep(this.#o.store.log, this.#runId, record);
+    this.#phase = phase;
     this.#o.onStep?.(record);
     return record;
   }

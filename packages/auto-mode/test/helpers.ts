@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RunIdentity, Verifier, VerifyResponse } from "@asp/contracts";
+import type { ActionResult, RunIdentity, Verifier, VerifyResponse } from "@asp/contracts";
 import { openStore, type Store } from "@asp/evidence";
 import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
 import { afterEach } from "vitest";
-import type { ActorIdentity, EngineStep, ReviewerPort } from "../src/index.js";
+import type { ActorIdentity, Engine, EngineStep, PermissionClassifier, ReviewerPort } from "../src/index.js";
 
 const FAKE = fileURLToPath(new URL("./fixtures/fake-reviewer.mjs", import.meta.url));
 
@@ -126,3 +126,60 @@ export function countingReviewer(reviewer: ReviewerPort): { port: ReviewerPort; 
     calls: () => calls,
   };
 }
+
+/** A clock the test moves; the runner's deadline timers fire only when the test says so. */
+export function manualTime(start = Date.parse("2026-12-02T00:00:00.000Z")) {
+  let now = start;
+  const pending: Array<{ fn: () => void; at: number }> = [];
+  return {
+    clock: { now: () => new Date(now) },
+    timers: {
+      setTimeout(fn: () => void, ms: number) {
+        const t = { fn, at: now + ms };
+        pending.push(t);
+        return t;
+      },
+      clearTimeout(handle: unknown) {
+        const i = pending.indexOf(handle as (typeof pending)[number]);
+        if (i >= 0) pending.splice(i, 1);
+      },
+    },
+    advance(ms: number) {
+      now += ms;
+      for (const t of pending.splice(0).sort((a, b) => a.at - b.at)) {
+        if (t.at <= now) t.fn();
+        else pending.push(t);
+      }
+    },
+    armed: () => pending.length,
+  };
+}
+
+/** An Engine whose steps come from a generator that sees the host's answers. */
+export function engineOf(
+  run: (results: ActionResult[]) => AsyncGenerator<EngineStep, void, ActionResult | undefined>,
+): Engine {
+  return {
+    actor: PRODUCER,
+    run() {
+      const results: ActionResult[] = [];
+      const inner = run(results);
+      return {
+        async next(value?: ActionResult) {
+          if (value !== undefined) results.push(value);
+          return inner.next(value);
+        },
+        async return() {
+          return inner.return(undefined);
+        },
+      };
+    },
+  };
+}
+
+export const allowAll: PermissionClassifier = {
+  classify: (action) =>
+    action.tool.startsWith("run_command:") && action.tool !== "run_command:cat"
+      ? { outcome: "ask", reason: "permissions.default is ask", fenced: false }
+      : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
+};

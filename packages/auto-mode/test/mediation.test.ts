@@ -21,7 +21,17 @@ import {
   readRunFacts,
   runIdOf,
 } from "../src/index.js";
-import { completion, fakeReviewer, PRODUCER, REVIEW_ONLY, RUN, tempStores } from "./helpers.js";
+import {
+  allowAll,
+  completion,
+  engineOf,
+  fakeReviewer,
+  manualTime,
+  PRODUCER,
+  REVIEW_ONLY,
+  RUN,
+  tempStores,
+} from "./helpers.js";
 
 const setup = tempStores();
 const S2 = "stage2_auto_run_storage";
@@ -36,63 +46,6 @@ function tempDir(prefix: string): string {
   folders.push(d);
   return d;
 }
-
-/** A clock the test moves; the runner's deadline timers fire only when the test says so. */
-function manualTime(start = Date.parse("2026-12-02T00:00:00.000Z")) {
-  let now = start;
-  const pending: Array<{ fn: () => void; at: number }> = [];
-  return {
-    clock: { now: () => new Date(now) },
-    timers: {
-      setTimeout(fn: () => void, ms: number) {
-        const t = { fn, at: now + ms };
-        pending.push(t);
-        return t;
-      },
-      clearTimeout(handle: unknown) {
-        const i = pending.indexOf(handle as (typeof pending)[number]);
-        if (i >= 0) pending.splice(i, 1);
-      },
-    },
-    advance(ms: number) {
-      now += ms;
-      for (const t of pending.splice(0).sort((a, b) => a.at - b.at)) {
-        if (t.at <= now) t.fn();
-        else pending.push(t);
-      }
-    },
-    armed: () => pending.length,
-  };
-}
-
-/** An Engine whose steps come from a generator that sees the host's answers. */
-function engineOf(
-  run: (results: ActionResult[]) => AsyncGenerator<EngineStep, void, ActionResult | undefined>,
-): Engine {
-  return {
-    actor: PRODUCER,
-    run() {
-      const results: ActionResult[] = [];
-      const inner = run(results);
-      return {
-        async next(value?: ActionResult) {
-          if (value !== undefined) results.push(value);
-          return inner.next(value);
-        },
-        async return() {
-          return inner.return(undefined);
-        },
-      };
-    },
-  };
-}
-
-const allowAll: PermissionClassifier = {
-  classify: (action) =>
-    action.tool.startsWith("run_command:") && action.tool !== "run_command:cat"
-      ? { outcome: "ask", reason: "permissions.default is ask", fenced: false }
-      : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
-};
 
 async function runWith(
   engine: Engine,
@@ -316,7 +269,7 @@ describe("Auto Mode I: the agent's actions are mediated by the host", () => {
     let offered = -1;
     const engine: Engine = {
       actor: PRODUCER,
-      async *run(params) {
+      async *run(params): AsyncGenerator<EngineStep, void, ActionResult | undefined> {
         offered = params.tools.length;
         yield { kind: "action", action: { tool: "read_file", arguments: { path: "a.txt" } } };
       },
