@@ -55,8 +55,8 @@ const ENGINE: ReadonlyArray<MachineTransition> = [
     from: "started",
     on: "step:turn",
     to: "started",
-    entry: "a model turn ended; its tokens are recorded in the ledger before the next step is admitted",
-    test: "mediation.test.ts: turns past 1.5x the initial turn's tokens",
+    entry: "a model turn ended; its tokens are recorded in the ledger (the initial turn's) before the next step is admitted",
+    test: "mediation.test.ts: the producing run is the initial turn",
   },
   {
     module: "engine",

@@ -545,7 +545,9 @@ class RunDriver {
             const input = usage?.input_tokens as number;
             const output = usage?.output_tokens as number;
             if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input < 0 || output < 0) return failed;
-            const tokens = this.#meter.recordTurnTokens(input + output);
+            // The producing run is the initial turn (ADR 0009): its tokens are the base of the 1.5x
+            // budget, which Auto Mode's own later turns (review, repair) spend.
+            const tokens = this.#meter.recordTurnTokens(input + output, "initial");
             const turn = this.#meter.recordTurn({ progress });
             await this.#step({ phase: "turn", usage: { input_tokens: input, output_tokens: output }, progress });
             progress = false;

@@ -121,17 +121,17 @@ describe("Auto Mode I: budgets bound a run (wall time, tokens, engine turns)", (
     expect(projection.problems).toEqual([]);
   });
 
-  it("AM.budgets.5 AM.terminals.3: turns past 1.5x the initial turn's tokens end budget_exhausted(extra_token_multiplier), the ledger proving it", async () => {
+  it("AM.budgets.5 AM.budgets.6: the producing run is the initial turn: its turns' tokens are the base of the 1.5x budget, recorded in the ledger", async () => {
     const engine = engineOf(async function* () {
-      yield { kind: "turn", usage: { input_tokens: 80, output_tokens: 20 } }; // initial: 100
-      yield { kind: "turn", usage: { input_tokens: 90, output_tokens: 10 } }; // extra 100
-      yield { kind: "turn", usage: { input_tokens: 40, output_tokens: 10 } }; // extra 150: spent
+      yield { kind: "turn", usage: { input_tokens: 80, output_tokens: 20 } };
+      yield { kind: "turn", usage: { input_tokens: 90, output_tokens: 10 } };
+      yield { kind: "turn", usage: { input_tokens: 40, output_tokens: 10 } };
       yield completion();
     });
     const { projection } = await runWith(engine);
-    expect(projection.terminal?.exhausted_limit).toBe("extra_token_multiplier");
-    expect(projection.ledger?.consumed.extra_tokens).toBe(150);
-    expect(projection.ledger?.initial_turn_tokens).toBe(100);
+    expect(projection.state).toBe("verified");
+    expect(projection.ledger?.initial_turn_tokens).toBe(250);
+    expect(projection.ledger?.consumed.extra_tokens).toBe(0);
     expect(projection.steps.map((s) => s.phase)).toEqual(["turn", "turn", "turn"]);
     expect(projection.problems).toEqual([]);
   });

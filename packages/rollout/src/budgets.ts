@@ -521,23 +521,25 @@ export class BudgetMeter {
   }
 
   /**
-   * Record one finished model turn's tokens, which were spent before anyone could refuse them:
-   * the first recorded turn is the initial turn (its tokens set the base of the 1.5x budget when
-   * the meter was created without one); every later turn's tokens count as extra, recorded even
-   * past the ceiling so the ledger shows the truth. Returns refused (`budget_exhausted`) once the
-   * extra tokens reach multiplier x the initial turn's: no further autonomous action is admitted.
+   * Record one finished model turn's tokens, which were spent before anyone could refuse them.
+   * `initial`: a turn of the initial (user's) turn, the base of the 1.5x budget, which the initial
+   * turn itself never exhausts; `extra`: a turn Auto Mode added after it (review, repair), counted
+   * against multiplier x the initial turn's tokens and recorded even past the ceiling so the ledger
+   * shows the truth. Returns refused (`budget_exhausted`) once the extra tokens reach the ceiling:
+   * no further autonomous action is admitted.
    *
    * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a count that is not a whole number >= 0.
    */
-  recordTurnTokens(tokens: number): BudgetCheck {
+  recordTurnTokens(tokens: number, turn: "initial" | "extra"): BudgetCheck {
     if (!Number.isSafeInteger(tokens) || tokens < 0) badAmount("tokens");
     const limit = "extra_token_multiplier";
     if (!this.isActive(limit)) return { admitted: true, active: false, limit };
-    if (this.#ledger.initial_turn_tokens === null) {
-      this.#ledger.initial_turn_tokens = tokens;
+    if (turn === "initial") {
+      this.#ledger.initial_turn_tokens = (this.#ledger.initial_turn_tokens ?? 0) + tokens;
       this.#touch();
       return { admitted: true, active: true, limit };
     }
+    if (this.#ledger.initial_turn_tokens === null) this.#ledger.initial_turn_tokens = 0;
     const used = this.#ledger.consumed.extra_tokens + tokens;
     this.#ledger.consumed.extra_tokens = used;
     this.#touch();

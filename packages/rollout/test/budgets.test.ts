@@ -548,3 +548,45 @@ describe("BudgetMeter", () => {
     });
   });
 });
+
+describe("BudgetMeter.recordTurnTokens (tokens spent before anyone could refuse them)", () => {
+  it("AM.budgets.5 AM.budgets.6: the initial turn's turns build the base; extra turns count against 1.5x of it and are recorded past the ceiling", () => {
+    const meter = createBudgetMeter({
+      run: RUN,
+      budgets: DEFAULT_BUDGETS,
+      flags: stageFlagsForTests(["stage4_review_completion_gate"]),
+      clock: manualClock(),
+    });
+    expect(meter.recordTurnTokens(100, "initial")).toMatchObject({ admitted: true, active: true });
+    expect(meter.recordTurnTokens(100, "initial")).toMatchObject({ admitted: true });
+    expect(meter.toJSON().initial_turn_tokens).toBe(200);
+    expect(meter.recordTurnTokens(250, "extra")).toMatchObject({ admitted: true });
+    expect(meter.checkTokens()).toMatchObject({ admitted: true });
+    expect(meter.recordTurnTokens(100, "extra")).toMatchObject({
+      admitted: false,
+      reason: "budget_exhausted",
+      limit: "extra_token_multiplier",
+      used: 350,
+      ceiling: 300,
+    });
+    expect(meter.toJSON().consumed.extra_tokens).toBe(350);
+    expect(meter.checkTokens()).toMatchObject({ admitted: false, limit: "extra_token_multiplier" });
+    // Restored from its ledger (a reopen), the spent budget stays spent.
+    const reopened = BudgetMeter.fromLedger(meter.toJSON(), {
+      flags: stageFlagsForTests(["stage4_review_completion_gate"]),
+      clock: manualClock(),
+    });
+    expect(reopened.checkTokens()).toMatchObject({ admitted: false });
+  });
+
+  it("AM.budgets.4: records nothing while no owning stage is on", () => {
+    const meter = createBudgetMeter({
+      run: RUN,
+      budgets: DEFAULT_BUDGETS,
+      flags: stageFlagsForTests([]),
+      clock: manualClock(),
+    });
+    expect(meter.recordTurnTokens(10_000, "extra")).toMatchObject({ admitted: true, active: false });
+    expect(meter.toJSON().consumed.extra_tokens).toBe(0);
+  });
+});

@@ -1,0 +1,250 @@
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { AutoRunProjection } from "@asp/auto-mode";
+import { afterEach, describe, expect, it } from "vitest";
+import { autoModeCopy } from "./example-copy.js";
+import { BIN, REPO_ROOT } from "./helpers.js";
+
+// `asp auto run --engine openai`: the signed engine-openai plugin drives a scripted loopback
+// chat-completions server; every tool call the "model" makes is a proposal the host classifies under
+// the trusted policy and runs itself, in a scratch copy of the repository (issue 25, "Done when").
+
+const ENGINE = join(REPO_ROOT, "plugins", "engine-openai", "dist", "plugin");
+const HOST_CHECKS = join(REPO_ROOT, "plugins", "verifier-host-checks", "dist", "plugin");
+const KEY = "sk-test-engine-0123456789";
+
+interface Call {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: Record<string, unknown>;
+}
+/** One scripted model turn: prose, tool calls, or a stream that never ends. */
+type Turn = { readonly text?: string; readonly calls?: readonly Call[] } | "stream-forever";
+
+let server: Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())));
+  server = undefined;
+});
+
+const frame = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+  id: "chatcmpl-e2e",
+  object: "chat.completion.chunk",
+  created: 0,
+  model: "e2e-model",
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
+
+/** A loopback model: answers the n-th request with the n-th turn (the last one repeats). */
+async function modelServer(turns: readonly Turn[]): Promise<{ url: string; requests: unknown[] }> {
+  const requests: unknown[] = [];
+  server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (b: Buffer) => {
+      body += b.toString("utf8");
+    });
+    req.on("end", () => {
+      requests.push(JSON.parse(body));
+      const turn = turns[Math.min(requests.length - 1, turns.length - 1)] as Turn;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      if (turn === "stream-forever") {
+        const timer = setInterval(() => res.write(frame(chunk({ content: "still thinking... " }))), 50);
+        res.on("close", () => clearInterval(timer));
+        return;
+      }
+      res.write(frame(chunk({ role: "assistant", content: turn.text ?? "" })));
+      (turn.calls ?? []).forEach((c, index) => {
+        res.write(
+          frame(
+            chunk({
+              tool_calls: [
+                {
+                  index,
+                  id: c.id,
+                  type: "function",
+                  function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                },
+              ],
+            }),
+          ),
+        );
+      });
+      res.write(frame(chunk({}, (turn.calls ?? []).length > 0 ? "tool_calls" : "stop")));
+      res.write(
+        frame({ ...chunk({}), choices: [], usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } }),
+      );
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests };
+}
+
+async function asp(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...argv], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? "", ASP_TEST_ENGINE_KEY: KEY },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (b: Buffer) => {
+    stdout += b.toString("utf8");
+  });
+  child.stderr.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, stdout, stderr };
+}
+
+/**
+ * The example host with the engine plugin, Stages 2, 4 and 8, and a copy of the example policy
+ * whose permissions allow writes under src/ and deny curl (the rest stays the example's).
+ */
+function setup(baseUrl: string, budgets: Record<string, number> = {}): { repo: string; config: string; root: string } {
+  const copy = autoModeCopy([ENGINE, HOST_CHECKS], {
+    autoMode: {
+      stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true, stage8_loop_circuits: true },
+      result_review_mode: "review_only",
+      budgets,
+    },
+    pluginOptions: {
+      "asp.engine-openai": { baseUrl, model: "e2e-model", apiKeyEnv: "ASP_TEST_ENGINE_KEY", requestTimeoutMs: 30_000 },
+    },
+  });
+  const policy = JSON.parse(readFileSync(join(REPO_ROOT, "examples", "asp.policy.json"), "utf8"));
+  policy.permissions = {
+    ...policy.permissions,
+    rules: [
+      { tool: "read_file", path: "src/**", outcome: "allow" },
+      { tool: "write_file", path: "src/**", outcome: "allow" },
+      { tool: "run_command:curl", outcome: "deny" },
+    ],
+  };
+  const policyPath = join(copy.root, "asp.policy.json");
+  writeFileSync(policyPath, JSON.stringify(policy, null, 2));
+  const config = JSON.parse(readFileSync(copy.config, "utf8"));
+  writeFileSync(copy.config, JSON.stringify({ ...config, policy: policyPath }));
+  return copy;
+}
+
+const run = (config: string, repo: string, task: string) =>
+  asp([
+    "auto",
+    "run",
+    "--engine",
+    "openai",
+    "--task",
+    task,
+    "--reviewer",
+    "host-checks",
+    "--json",
+    "--config",
+    config,
+    repo,
+  ]);
+
+describe("asp auto run --engine openai against a scripted loopback model (issue 25)", { timeout: 180_000 }, () => {
+  it("AM.invariants.6 AM.states.3: (a) the model reads a file, edits it through the host and completes: candidate, review, Verified; actions, audits and ledger in --json", async () => {
+    const original = readFileSync(join(REPO_ROOT, "examples", "demo-repo", "src", "math.ts"), "utf8");
+    const { url, requests } = await modelServer([
+      { calls: [{ id: "c1", name: "read_file", arguments: { path: "src/math.ts" } }] },
+      {
+        text: "Adding a comment.",
+        calls: [
+          {
+            id: "c2",
+            name: "write_file",
+            arguments: { path: "src/math.ts", content: `// Reviewed by the agent.\n${original}` },
+          },
+        ],
+      },
+      { text: "Done: src/math.ts has a comment." },
+    ]);
+    const { repo, config } = setup(url);
+    const before = readFileSync(join(repo, "src", "math.ts"), "utf8");
+    const r = await run(config, repo, "Add a comment to src/math.ts");
+    expect(r.stderr).toBe("");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.problems).toEqual([]);
+    expect(p.state).toBe("verified");
+    expect(r.code).toBe(0);
+    expect(p.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["src/math.ts"]);
+    // The engine reports each call's usage before proposing its tool calls.
+    expect(p.steps.map((s) => `${s.phase}${s.action === null ? "" : `:${s.action.tool}`}`)).toEqual([
+      "turn",
+      "admitted:read_file",
+      "executed:read_file",
+      "turn",
+      "admitted:write_file",
+      "executed:write_file",
+      "turn",
+    ]);
+    // Every call of the producing run is the initial turn (ADR 0009): 3 calls of 120 tokens.
+    expect(p.ledger?.initial_turn_tokens).toBe(360);
+    // The model read the file through the host: its content came back as the tool message.
+    const second = requests[1] as { messages: Array<{ role: string; content: string }> };
+    expect(second.messages.some((m) => m.role === "tool" && m.content.includes(before.slice(0, 20)))).toBe(true);
+    // The user's worktree is untouched: the host wrote only its scratch copy.
+    expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toBe(before);
+    expect(r.stdout).not.toContain(KEY);
+    const shown = await asp(["auto", "show", "--config", config, p.runId]);
+    expect(shown.stdout).toContain("executed write_file src/math.ts");
+  });
+
+  it("AM.budgets.8 AM.terminals.6 AM.stage8.1: (b) the model repeats one action without a delta: loop_detected, Loop detected", async () => {
+    const { url } = await modelServer([
+      { calls: [{ id: "r", name: "read_file", arguments: { path: "src/index.ts" } }] },
+    ]);
+    const { repo, config } = setup(url);
+    const r = await run(config, repo, "Loop");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.terminal_reason).toBe("loop_detected");
+    expect(p.user_truth).toBe("Paused/Blocked · Loop detected");
+    expect(p.ledger?.circuits.no_progress).toBe("open");
+    expect(p.problems).toEqual([]);
+    expect(r.code).toBe(2);
+  });
+
+  it("AM.budgets.5 AM.terminals.3: (c) a model that streams prose forever under wall_time_s=5 ends budget_exhausted naming wall_time_s", async () => {
+    const { url } = await modelServer(["stream-forever"]);
+    const { repo, config } = setup(url, { wall_time_s: 5 });
+    const started = Date.now();
+    const r = await run(config, repo, "Think forever");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.terminal_reason).toBe("budget_exhausted");
+    expect(p.terminal?.exhausted_limit).toBe("wall_time_s");
+    expect(p.label).toBe("Paused · Budget exhausted · wall_time_s");
+    expect(p.problems).toEqual([]);
+    // Reported, not asserted (a loaded machine is slower): the deadline, start-up, and the terminal.
+    console.log(`wall_time_s=5: the run ended after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  });
+
+  it.each([
+    [
+      "run curl",
+      { id: "x", name: "run_command", arguments: { argv: ["curl", "https://example.com"] } },
+      "policy_requires_explicit_setup",
+    ],
+    [
+      "write outside the workspace",
+      { id: "x", name: "write_file", arguments: { path: "../outside.txt", content: "x" } },
+      "safety_boundary",
+    ],
+  ])("AM.terminals.2 AM.invariants.6: (d) the model asks to %s: %s, nothing executed", async (_n, call, reason) => {
+    const { url } = await modelServer([{ calls: [call as Call] }, { text: "done" }]);
+    const { repo, config, root } = setup(url);
+    const r = await run(config, repo, "Try it");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.terminal_reason).toBe(reason);
+    expect(p.steps.map((s) => s.phase)).toEqual(["turn", "refused"]);
+    expect(p.steps.some((s) => s.phase === "executed" || s.phase === "admitted")).toBe(false);
+    expect(existsSync(join(root, "outside.txt"))).toBe(false);
+    expect(p.problems).toEqual([]);
+  });
+});
