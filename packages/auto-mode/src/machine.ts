@@ -65,7 +65,7 @@ const ENGINE: ReadonlyArray<MachineTransition> = [
     on: "step:max_turns",
     to: "refused",
     entry: "the Engine reported its own turn limit: only budget_exhausted(engine_turns) may follow",
-    test: "runner.test.ts: max-turn exhaustion never enters candidate",
+    test: "runner.test.ts: max-turn exhaustion",
   },
   {
     module: "actions",

@@ -232,3 +232,23 @@ describe("recorded Auto Run histories replay to the same meaning (issue 25 item 
     expect(new Set(keys).size).toBe(keys.length);
   });
 });
+
+describe("docs/auto-mode.md shows the run machine", () => {
+  const DOC = fileURLToPath(new URL("../../../docs/auto-mode.md", import.meta.url));
+  it("the transition table is RUN_MACHINE row for row, and every row's test names a real test", () => {
+    const text = readFileSync(DOC, "utf8");
+    const rows = text
+      .split("\n")
+      .filter((l) => /^\| (absent|started|acting|refused|candidate|reviewing|terminal) \| `/.test(l));
+    expect(rows).toEqual(
+      RUN_MACHINE.map(
+        (t) => `| ${t.from} | \`${t.on}\` | ${t.to} | ${t.module} (${t.stage}) | ${t.entry} | ${t.test} |`,
+      ),
+    );
+    for (const t of RUN_MACHINE) {
+      const [file, fragment] = t.test.split(": ") as [string, string];
+      const source = readFileSync(fileURLToPath(new URL(`./${file}`, import.meta.url)), "utf8");
+      expect(source, `${t.from} -${t.on}-> ${t.to}: ${t.test}`).toContain(fragment);
+    }
+  });
+});
