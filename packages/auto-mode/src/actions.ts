@@ -105,8 +105,9 @@ function workspacePath(value: unknown): { path: string } | { refusal: CanonicalR
     } else out.push(segment);
   }
   if (out.length === 0) return { refusal: "not_canonical", detail: "path names the workspace itself" };
-  if (out[0] === ".git" || out[0] === ".asp") {
-    return { refusal: "path_escape", detail: `path is inside the host-owned ${out[0]} folder` };
+  const owned = out.find((s) => s.toLowerCase() === ".git" || s.toLowerCase() === ".asp");
+  if (owned !== undefined) {
+    return { refusal: "path_escape", detail: `path is inside a host-owned ${owned} folder` };
   }
   return { path: out.join("/") };
 }
@@ -225,6 +226,8 @@ export interface CommandResult {
   readonly exitCode: number | null;
   readonly stdout: string;
   readonly stderr: string;
+  /** Every workspace file the command created, changed or removed (the runner classifies each as a write). */
+  readonly changedPaths: ReadonlyArray<string>;
 }
 
 /**
@@ -239,6 +242,9 @@ export interface ActionWorkspace {
   /** Write the whole file; `changed` when its bytes differ from before (a durable delta). */
   write(path: string, bytes: Uint8Array): Promise<{ readonly changed: boolean }>;
   run(argv: ReadonlyArray<string>, signal: AbortSignal): Promise<CommandResult>;
-  /** Every file the run changed, against the workspace's starting state (the candidate's Artifacts). */
+  /**
+   * Every file that differs from the workspace's starting state, whoever changed it (an adapter or
+   * a command): the candidate's Artifacts. A removed file is not an Artifact.
+   */
   changes(): Promise<ReadonlyArray<{ readonly path: string; readonly bytes: Uint8Array }>>;
 }

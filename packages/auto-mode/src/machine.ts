@@ -55,7 +55,8 @@ const ENGINE: ReadonlyArray<MachineTransition> = [
     from: "started",
     on: "step:turn",
     to: "started",
-    entry: "a model turn ended; its tokens are recorded in the ledger (the initial turn's) before the next step is admitted",
+    entry:
+      "a model turn ended; its tokens are recorded in the ledger (the initial turn's) before the next step is admitted",
     test: "mediation.test.ts: the producing run is the initial turn",
   },
   {

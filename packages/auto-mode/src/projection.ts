@@ -590,6 +590,8 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
   // limits, none after the terminal; an action ran only after its allowed admission committed.
   const terminalSeq = terminalRec?.seq;
   const admitted = new Map<number, StepRecord["action"]>();
+  const ordinals = new Set<number>();
+  let lastAdmitted: number | null = null;
   steps.forEach((st, i) => {
     const b = st.body;
     if (!same(b.run, run)) bad(`step ${b.ordinal} of another run`);
@@ -605,7 +607,48 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       if (!same(admitted.get(a.action_ordinal), a)) bad(`step ${b.ordinal}: a result for an action never admitted`);
       admitted.delete(a.action_ordinal);
     }
+    if (b.phase === "refused" && a !== null && admitted.has(a.action_ordinal)) {
+      if (!same(admitted.get(a.action_ordinal), a))
+        bad(`step ${b.ordinal}: refuses another action than the admitted one`);
+      admitted.delete(a.action_ordinal);
+    }
+    if (a !== null && b.phase !== "executed" && !(b.phase === "refused" && a.action_ordinal === lastAdmitted)) {
+      if (ordinals.has(a.action_ordinal)) bad(`step ${b.ordinal}: action ordinal ${a.action_ordinal} reused`);
+      ordinals.add(a.action_ordinal);
+    }
+    if (b.phase === "admitted" && a !== null) lastAdmitted = a.action_ordinal;
   });
+  // The ledger only moves forward: one start, circuits that never close, spent amounts that never
+  // shrink, in commit order across transitions and steps.
+  const ledgers = [
+    ...recs.ledger.map((l) => ({ seq: l.seq, body: l.body as BudgetLedger })),
+    ...steps.map((st) => ({ seq: st.seq, body: st.body.ledger })),
+  ].sort((x, y) => x.seq - y.seq);
+  const startedEvent = [...events.values()].find((e) => e.event.type === "auto_run_started")?.event;
+  const origin = ledgers[0]?.body.started_at;
+  if (
+    origin !== undefined &&
+    (Date.parse(origin) < Date.parse(first.created_at) - 1_000 ||
+      (startedEvent !== undefined && Date.parse(origin) > Date.parse(String(startedEvent.committed_at))))
+  ) {
+    bad("the ledger's start is not the run's");
+  }
+  for (let i = 1; i < ledgers.length; i++) {
+    const prev = (ledgers[i - 1] as { body: BudgetLedger }).body;
+    const cur = (ledgers[i] as { body: BudgetLedger }).body;
+    const shrank = (["extra_tokens", "extra_cells", "repair_rounds"] as const).some(
+      (c) => cur.consumed[c] < prev.consumed[c],
+    );
+    if (
+      cur.started_at !== prev.started_at ||
+      (prev.circuits.no_progress === "open" && cur.circuits.no_progress !== "open") ||
+      (prev.circuits.guardian_denial === "open" && cur.circuits.guardian_denial !== "open") ||
+      (cur.initial_turn_tokens ?? 0) < (prev.initial_turn_tokens ?? 0) ||
+      shrank
+    ) {
+      bad(`seq ${(ledgers[i] as { seq: number }).seq}: the budget ledger moved backwards`);
+    }
+  }
   // The terminal's row: which phase it left decides which terminals may follow.
   const left = replay.trace.find((m) => m.on === "auto_run_terminal")?.from;
   if (terminal !== null && left !== undefined) {
@@ -743,7 +786,10 @@ function done(rr: ReviewRun, events: ReadonlyMap<string, { event: Record<string,
  *
  * @throws EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify.
  */
-export async function projectionInputOf(store: Pick<Store, "log" | "objects">, runId: string): Promise<ProjectionInput> {
+export async function projectionInputOf(
+  store: Pick<Store, "log" | "objects">,
+  runId: string,
+): Promise<ProjectionInput> {
   const facts = await readRunFacts(store.log, runId);
   const snapshots: Record<string, FrozenSnapshot | null> = {};
   const payloadsVerified: Record<string, boolean> = {};

@@ -33,6 +33,7 @@ import {
   type BudgetSet,
   createBudgetMeter,
   DEFAULT_BUDGETS,
+  isBudgetActive,
   type StageFlags,
 } from "@asp/rollout";
 import {
@@ -126,9 +127,8 @@ export interface RunTimers {
 
 const SYSTEM_TIMERS: RunTimers = {
   setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return t;
+    // Referenced: an Engine whose next() never settles must not let the process end mid-run.
+    return setTimeout(fn, ms);
   },
   clearTimeout(handle) {
     clearTimeout(handle as ReturnType<typeof setTimeout>);
@@ -419,15 +419,9 @@ class RunDriver {
   async produce(): Promise<
     { candidate: Candidate; snapshot: EvidenceSnapshot; payload: Uint8Array } | TerminalOutcome
   > {
-    let driven: Completion | TerminalOutcome;
-    try {
-      driven = await this.#drive();
-    } catch (error) {
-      // A step audit that did not commit is the safety boundary (handled by the caller).
-      if (error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PERSIST_FAILED") throw error;
-      // An Engine that throws is an ordinary Agent failure, never a candidate.
-      return { kind: "reason", reason: "agent_failed", candidateId: null };
-    }
+    // An Engine that throws is an ordinary Agent failure (caught where the Engine is called); any
+    // other failure (a step audit that did not commit) reaches the caller: the safety boundary.
+    const driven = await this.#drive();
     return driven.kind === "completion" ? this.#candidate(driven) : driven;
   }
 
@@ -514,23 +508,33 @@ class RunDriver {
 
   /** Read the Engine's steps up to its first completion, or the outcome that ends the run without one. */
   async #drive(): Promise<Completion | TerminalOutcome> {
-    const steps = this.#o.engine.run({
-      run: this.run,
-      task: this.#task,
-      tools: this.#o.workspace === undefined ? [] : HOST_TOOLS,
-      signal: this.#abort.signal,
-    });
-    const it = (
-      Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
-    ) as AsyncIterator<EngineStep, void, ActionResult | undefined>;
+    const failed: TerminalOutcome = { kind: "reason", reason: "agent_failed", candidateId: null };
+    let it: AsyncIterator<EngineStep, void, ActionResult | undefined>;
+    try {
+      const steps = this.#o.engine.run({
+        run: this.run,
+        task: this.#task,
+        tools: this.#o.workspace === undefined ? [] : HOST_TOOLS,
+        signal: this.#abort.signal,
+      });
+      it = (
+        Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
+      ) as AsyncIterator<EngineStep, void, ActionResult | undefined>;
+    } catch {
+      return failed;
+    }
     let reply: ActionResult | undefined;
     let progress = false;
-    const failed: TerminalOutcome = { kind: "reason", reason: "agent_failed", candidateId: null };
     try {
       for (;;) {
         const gate = this.admitNext(null);
         if (gate !== null) return gate;
-        const next = await this.#orAbort(it.next(reply as ActionResult));
+        let next: IteratorResult<EngineStep, void> | typeof ABORTED;
+        try {
+          next = await this.#orAbort(Promise.resolve().then(() => it.next(reply as ActionResult)));
+        } catch {
+          return failed;
+        }
         if (next === ABORTED) return this.admitNext(null) ?? failed;
         reply = undefined;
         if (next.done === true) return failed;
@@ -633,12 +637,15 @@ class RunDriver {
     };
     const same = this.#meter.admitAction(a.digest);
     if (!same.admitted) {
-      return refuse(
-        "loop_detected",
-        "same_action_no_delta",
-        "this exact action without a durable delta reached its circuit",
-        base,
-      );
+      // The wall time or an open circuit may refuse here too: the refusal names what refused.
+      return same.reason === "loop_detected"
+        ? refuse(
+            "loop_detected",
+            "same_action_no_delta",
+            "this action without a durable delta reached its circuit",
+            base,
+          )
+        : refuse("budget_exhausted", "budget_exhausted", `${same.limit} is spent`, base, same.limit);
     }
     const cells = this.#meter.admitCells(1);
     if (!cells.admitted)
@@ -691,6 +698,23 @@ class RunDriver {
       } else {
         const ran = await workspace.run(a.argv as string[], this.#abort.signal);
         exitCode = ran.exitCode;
+        // What the command changed is a write: each path must be one policy lets the agent write,
+        // and a changed file is a durable delta.
+        for (const path of ran.changedPaths) {
+          const write = this.#o.permissions?.classify(
+            { tool: "write_file", path },
+            { fence: this.#o.flags.isEnabled("stage7_guardian_enforcement") },
+          );
+          if (write?.outcome !== "allow") {
+            return refuse(
+              "policy_requires_explicit_setup",
+              "command_write_refused",
+              `the command changed ${path}, which policy does not let the agent write`,
+              classified,
+            );
+          }
+        }
+        delta = ran.changedPaths.length > 0;
         output = clip(
           `exit ${ran.exitCode ?? "signal"}\n${ran.stdout}${ran.stderr === "" ? "" : `\nstderr:\n${ran.stderr}`}`,
         );
@@ -724,8 +748,7 @@ class RunDriver {
     const payload = utf8.encode(completion.payload);
     const refs: EvidenceRef[] = [{ name: "payload", kind: "blob", digest: await objects.putBlob(payload) }];
     const versions: Candidate["artifact_versions"] = [];
-    // The files the host itself wrote through its adapters are the run's Artifacts; an Engine's
-    // own claim about a path the host wrote never replaces the host's bytes.
+    // The files the host itself holds in the workspace are the run's Artifacts.
     let artifacts: ReadonlyArray<{ artifact_id: string; version_id: string; bytes: Uint8Array }> = completion.artifacts;
     if (this.#o.workspace !== undefined) {
       let written: ReadonlyArray<{ path: string; bytes: Uint8Array }>;
@@ -734,11 +757,13 @@ class RunDriver {
       } catch {
         return { kind: "reason", reason: "safety_boundary", candidateId: null };
       }
-      const paths = new Set(written.map((w) => w.path));
-      artifacts = [
-        ...written.map((w) => ({ artifact_id: w.path, version_id: digestBytes(w.bytes).slice(7, 23), bytes: w.bytes })),
-        ...(Array.isArray(artifacts) ? artifacts : []).filter((a) => !paths.has(a.artifact_id)),
-      ];
+      // With a workspace the Artifacts are only what the host itself holds there: an Engine's
+      // claim about other files is never part of the candidate.
+      artifacts = written.map((w) => ({
+        artifact_id: w.path,
+        version_id: digestBytes(w.bytes).slice(7, 23),
+        bytes: w.bytes,
+      }));
     }
     try {
       for (const a of artifacts) {
@@ -1041,6 +1066,15 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
           { data: { stage: "stage5_auto_repair" } },
         );
       }
+      if (options.workspace !== undefined && !isBudgetActive("wall_time_s", options.flags)) {
+        // An Engine with tools must be bounded by the host: without a stage owning the wall-time
+        // budget nothing would end a run whose Engine never stops.
+        throw new AutoModeError(
+          "ASP_AUTO_MODE_STAGE_DISABLED",
+          "an Engine with tools runs only under stage4_review_completion_gate (its wall-time budget bounds the run): turn it on",
+          { data: { stage: "stage4_review_completion_gate" } },
+        );
+      }
       const runId = runIdOf(run);
       if ((await readRunFacts(options.store.log, runId)).length > 0) {
         throw new AutoModeError("ASP_AUTO_MODE_RUN_EXISTS", "a run with this identity already exists", {
@@ -1096,9 +1130,13 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
           }
         }
       } catch (error) {
-        if (!(error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PERSIST_FAILED")) throw error;
-        // A required record did not commit: the safety boundary, if even that can commit.
-        await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null });
+        // A required record did not commit, or anything else failed after the run started: the
+        // safety boundary, if even that can commit; a run never stays without its terminal.
+        try {
+          await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null });
+        } catch {
+          throw error;
+        }
       } finally {
         driver.disarm();
       }

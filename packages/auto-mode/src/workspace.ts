@@ -20,6 +20,12 @@ export interface ScratchWorkspaceOptions {
   readonly bwrap?: string;
   /** Per-command output cap in bytes (default 1 MiB per stream). */
   readonly maxOutputBytes?: number;
+  /** Per-command time limit in ms (default 120,000); the run's abort ends a command sooner. */
+  readonly commandTimeoutMs?: number;
+  /** The largest file an adapter reads or a change may hold, in bytes (default 8 MiB). */
+  readonly maxFileBytes?: number;
+  /** Leave these starting files out of the workspace (e.g. credential-shaped names): the agent never sees them. */
+  readonly omit?: (path: string) => boolean;
 }
 
 const RUNTIME_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"];
@@ -36,14 +42,17 @@ async function materialize(
   objects: Pick<Store["objects"], "readTree" | "readBlob">,
   tree: Digest,
   dir: string,
+  omit: (path: string) => boolean,
+  prefix = "",
 ): Promise<void> {
   const t: Tree = await objects.readTree(tree);
   for (const e of t.entries) {
     const path = join(dir, e.name);
+    const rel = prefix === "" ? e.name : `${prefix}/${e.name}`;
     if (e.mode === "040000") {
       await mkdir(path);
-      await materialize(objects, e.digest, path);
-    } else if (e.mode === "100644" || e.mode === "100755") {
+      await materialize(objects, e.digest, path, omit, rel);
+    } else if ((e.mode === "100644" || e.mode === "100755") && !omit(rel)) {
       const handle = await open(path, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
       try {
         await handle.writeFile(await objects.readBlob(e.digest));
@@ -81,11 +90,27 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
       data: { key: "dir" },
     });
   }
-  if (options.from !== undefined) await materialize(options.from.objects, options.from.tree, root);
+  if (options.from !== undefined) {
+    await materialize(options.from.objects, options.from.tree, root, options.omit ?? (() => false));
+  }
   const bwrap = options.bwrap ?? "/usr/bin/bwrap";
   const maxOutput = options.maxOutputBytes ?? 1024 * 1024;
-  /** Starting digest (null: absent) of every path written. */
-  const original = new Map<string, Digest | null>();
+  const commandTimeoutMs = options.commandTimeoutMs ?? 120_000;
+  const maxFile = options.maxFileBytes ?? 8 * 1024 * 1024;
+  /**
+   * The workspace's starting state: every regular file's digest when the run first touched it
+   * (taken once, lazily, so a caller may fill the folder after creating it).
+   */
+  let baseline: Map<string, Digest> | null = null;
+  const start = async (): Promise<Map<string, Digest>> => {
+    baseline ??= await stateOf(root, maxFile);
+    return baseline;
+  };
+  /** Host paths never reach the model: errors name the workspace, not where it lives. */
+  const hide = (error: unknown): never => {
+    if ((error as { code?: unknown }).code?.toString().startsWith("ASP_")) throw error;
+    throw new Error(String((error as Error)?.message ?? error).replaceAll(root, "<workspace>"));
+  };
 
   /** The absolute path of a canonical relative path, every parent a real folder inside the root. */
   async function resolveInside(path: string, createParents: boolean): Promise<string> {
@@ -121,6 +146,8 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
     try {
       const handle = await open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       try {
+        const size = (await handle.stat()).size;
+        if (size > maxFile) throw new Error(`the file is ${size} bytes, over the ${maxFile}-byte limit`);
         return new Uint8Array(await handle.readFile());
       } finally {
         await handle.close();
@@ -135,12 +162,14 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
 
   return {
     async read(path) {
-      return readIfFile(await resolveInside(path, false));
+      await start();
+      return readIfFile(await resolveInside(path, false)).catch(hide);
     },
     async write(path, bytes) {
+      await start();
+      if (bytes.length > maxFile) throw new Error(`the content is over the ${maxFile}-byte limit`);
       const abs = await resolveInside(path, true);
-      const before = await readIfFile(abs);
-      if (!original.has(path)) original.set(path, before === null ? null : digestBytes(before));
+      const before = await readIfFile(abs).catch(hide);
       const changed = before === null || digestBytes(before) !== digestBytes(bytes);
       if (!changed) return { changed: false };
       let handle: fs.promises.FileHandle;
@@ -163,18 +192,56 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
       return { changed: true };
     },
     async run(argv, signal) {
-      return runConfined(bwrap, root, argv, signal, maxOutput);
+      await start();
+      const before = await stateOf(root, maxFile);
+      const ran = await runConfined(bwrap, root, argv, signal, maxOutput, commandTimeoutMs);
+      const after = await stateOf(root, maxFile);
+      const changedPaths = [...new Set([...before.keys(), ...after.keys()])]
+        .filter((p) => before.get(p) !== after.get(p))
+        .sort();
+      return { ...ran, changedPaths };
     },
     async changes() {
+      const from = await start();
+      const now = await stateOf(root, maxFile);
       const out: { path: string; bytes: Uint8Array }[] = [];
-      for (const [path, before] of [...original.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        const now = await readIfFile(await resolveInside(path, false));
-        if (now !== null && digestBytes(now) !== before) out.push({ path, bytes: now });
+      for (const [path, d] of [...now.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        if (from.get(path) === d) continue;
+        const bytes = await readIfFile(await resolveInside(path, false)).catch(hide);
+        if (bytes !== null) out.push({ path, bytes });
       }
       return out;
     },
   };
 }
+
+/**
+ * Every regular file under `root` (links and special files left out) with its digest: the state
+ * a command is diffed by and `changes()` compares with the start. Refuses a tree over 100,000
+ * files or a file over `maxFile` bytes (a workspace a command flooded).
+ */
+async function stateOf(root: string, maxFile: number): Promise<Map<string, Digest>> {
+  const out = new Map<string, Digest>();
+  const walk = async (dir: string, prefix: string): Promise<void> => {
+    for (const entry of await fs.promises.readdir(dir, { withFileTypes: true })) {
+      const rel = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
+      const abs = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(abs, rel);
+      else if (entry.isFile()) {
+        if (out.size >= 100_000) throw new Error("the workspace holds over 100,000 files");
+        const stat = await lstat(abs);
+        if (stat.size > maxFile) throw new Error(`${rel} is ${stat.size} bytes, over the ${maxFile}-byte limit`);
+        out.set(rel, digestBytes(new Uint8Array(await fs.promises.readFile(abs))));
+      }
+    }
+  };
+  await walk(root, "");
+  return out;
+}
+
+/** Resource limits of a confined command (prlimit, when util-linux has it). */
+const PRLIMIT = "/usr/bin/prlimit";
+const LIMITS = ["--nproc=256", "--as=4294967296", "--fsize=67108864", "--nofile=1024", "--cpu=300"];
 
 function runConfined(
   bwrap: string,
@@ -182,7 +249,11 @@ function runConfined(
   argv: ReadonlyArray<string>,
   signal: AbortSignal,
   maxOutput: number,
-): Promise<CommandResult> {
+  timeoutMs: number,
+): Promise<Omit<CommandResult, "changedPaths">> {
+  if (signal.aborted) {
+    return Promise.reject(new Error("the run was stopped before the command could start"));
+  }
   if (!fs.existsSync(bwrap)) {
     return Promise.reject(
       new AutoModeError(
@@ -242,7 +313,9 @@ function runConfined(
     child.stderr?.on("data", take("stderr"));
     const kill = () => child.kill("SIGKILL");
     signal.addEventListener("abort", kill, { once: true });
+    const timer = setTimeout(kill, timeoutMs);
     child.on("error", (error) => {
+      clearTimeout(timer);
       signal.removeEventListener("abort", kill);
       reject(
         new AutoModeError("ASP_AUTO_MODE_SANDBOX_UNAVAILABLE", `bubblewrap did not start: ${error.message}`, {
@@ -252,6 +325,7 @@ function runConfined(
       );
     });
     child.on("close", (code) => {
+      clearTimeout(timer);
       signal.removeEventListener("abort", kill);
       resolve({ exitCode: code, stdout: streams.stdout, stderr: streams.stderr });
     });

@@ -252,3 +252,38 @@ describe("docs/auto-mode.md shows the run machine", () => {
     }
   });
 });
+
+describe("a recorded history whose ledger moves backwards", () => {
+  it("AM.budgets.6 AM.durable.3: a step's ledger with a later start, or a circuit that closes again, projects the safety boundary", () => {
+    const load = (name: string) =>
+      (JSON.parse(readFileSync(join(DIR, `${name}.json`), "utf8")) as { input: ProjectionInput }).input;
+    const edit = (input: ProjectionInput, at: number, change: (ledger: Record<string, unknown>) => void) => ({
+      ...input,
+      facts: input.facts.map((f, i) => {
+        if (i !== at) return f;
+        const copy = JSON.parse(JSON.stringify(f)) as { record: { body: { ledger: Record<string, unknown> } } };
+        change(copy.record.body.ledger);
+        return copy as unknown as (typeof input.facts)[number];
+      }),
+    });
+    const verified = load("verified-after-read-and-write");
+    const step = verified.facts.findIndex((f) => f.kind === "auto.step");
+    const p = projectAutoRun(edit(verified, step, (l) => (l.started_at = "2030-01-01T00:00:00.000Z")));
+    expect(p.problems.join("\n")).toMatch(/ledger/);
+    const loop = load("loop-detected-same-action");
+    // The terminal's ledger closes the circuit the last executed step opened.
+    const ledgers = loop.facts.map((f, i) => [f, i] as const).filter(([f]) => f.kind === "auto.budget_ledger");
+    const last = ledgers[ledgers.length - 1]?.[1] as number;
+    const q = projectAutoRun({
+      ...loop,
+      facts: loop.facts.map((f, i) => {
+        if (i !== last) return f;
+        const copy = JSON.parse(JSON.stringify(f)) as { record: { body: { circuits: Record<string, string> } } };
+        copy.record.body.circuits.no_progress = "closed";
+        return copy as unknown as (typeof loop.facts)[number];
+      }),
+    });
+    expect(q.terminal_reason).toBe("safety_boundary");
+    expect(q.problems.join("\n")).toMatch(/the budget ledger moved backwards/);
+  });
+});

@@ -506,3 +506,98 @@ describe("Auto Mode I: compare-and-swap on the run's head (conditional append)",
     expect(started).toHaveLength(1);
   });
 });
+
+describe("Auto Mode I: what the review of the change found (issue 25)", () => {
+  it("AM.invariants.8: an Engine with tools is refused without a stage that owns the wall-time budget", async () => {
+    const { workspace } = await workspaceWith({});
+    const t = await setup();
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    await expect(
+      createAutoRunner({
+        store: t.store,
+        engine,
+        reviewers: [],
+        flags: createStageFlags([S2, "stage3_scientific_review_shadow"]),
+        workspace,
+        permissions: allowAll,
+      }).run({ run: RUN, selection: REVIEW_ONLY }),
+    ).rejects.toMatchObject({ code: "ASP_AUTO_MODE_STAGE_DISABLED", data: { stage: S4 } });
+    expect(await readRunFacts(t.store.log, runIdOf(RUN))).toEqual([]);
+  });
+
+  it("AM.invariants.8: a command that never ends is killed at its time limit; the run goes on", async () => {
+    const dir = tempDir("asp-auto-ws-");
+    const workspace = await createScratchWorkspace({ dir, commandTimeoutMs: 300 });
+    const permissions: PermissionClassifier = {
+      classify: () => ({ outcome: "allow", reason: "test policy allows", fenced: false }),
+    };
+    const engine = engineOf(async function* (results) {
+      yield { kind: "action", action: { tool: "run_command", arguments: { argv: ["sleep", "100000"] } } };
+      yield {
+        kind: "completion",
+        payload: results[0]?.status === "executed" ? (results[0].output.split("\n")[0] ?? "") : "none",
+        artifacts: [],
+        evidence: [],
+      };
+    });
+    const { projection } = await runWith(engine, { workspace, permissions });
+    expect(projection.steps.map((s) => s.phase)).toEqual(["admitted", "executed"]);
+    expect(projection.steps[1]?.result?.exit_code).toBeNull();
+    expect(projection.problems).toEqual([]);
+  });
+
+  it("AM.invariants.6: a file a command changes is a write under policy: one policy does not allow ends the run; one it allows is an Artifact", async () => {
+    const onlySrc: PermissionClassifier = {
+      classify: (action) =>
+        action.tool === "write_file" && !(action.path ?? "").startsWith("src/")
+          ? { outcome: "ask", reason: "permissions.default is ask", fenced: false }
+          : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
+    };
+    const command = (path: string) =>
+      engineOf(async function* () {
+        yield {
+          kind: "action",
+          action: { tool: "run_command", arguments: { argv: ["sh", "-c", `mkdir -p src && echo made > ${path}`] } },
+        };
+        yield { kind: "completion", payload: "done", artifacts: [], evidence: [] };
+      });
+    const outside = await workspaceWith({});
+    const refused = await runWith(command("notes.txt"), { workspace: outside.workspace, permissions: onlySrc });
+    expect(refused.projection.terminal_reason).toBe("policy_requires_explicit_setup");
+    expect(refused.projection.steps.at(-1)?.refusal?.code).toBe("command_write_refused");
+    const inside = await workspaceWith({});
+    const allowed = await runWith(command("src/made.txt"), { workspace: inside.workspace, permissions: onlySrc });
+    expect(allowed.projection.state).toBe("verified");
+    expect(allowed.projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["src/made.txt"]);
+    expect(allowed.projection.steps[1]?.result?.delta).toBe(true);
+  });
+
+  it("AM.invariants.6: an Engine's claimed Artifacts are not the candidate's when the host holds a workspace", async () => {
+    const { workspace } = await workspaceWith({});
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    const { projection } = await runWith(engine, { workspace, permissions: allowAll });
+    expect(projection.candidate?.artifact_versions).toEqual([]);
+  });
+
+  it("credential-shaped starting files are left out of the workspace: the agent never reads them", async () => {
+    const t = await setup();
+    const src = tempDir("asp-auto-src-");
+    writeFileSync(join(src, ".env"), "SECRET=1\n");
+    writeFileSync(join(src, "app.txt"), "app\n");
+    const { snapshotWorktree } = await import("@asp/evidence");
+    const snap = await snapshotWorktree(src, { store: { id: t.store.id, objects: t.store.objects } });
+    const dir = tempDir("asp-auto-ws-");
+    const workspace = await createScratchWorkspace({
+      dir,
+      from: { objects: t.store.objects, tree: snap.tree },
+      omit: (path) => path.endsWith(".env"),
+    });
+    expect(await workspace.read("app.txt")).not.toBeNull();
+    expect(await workspace.read(".env")).toBeNull();
+    expect(existsSync(join(dir, ".env"))).toBe(false);
+  });
+});

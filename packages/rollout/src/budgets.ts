@@ -635,7 +635,7 @@ export class BudgetMeter {
   /**
    * Record one executed action and whether it made a durable delta. Without one, that action
    * digest's count grows and at `same_action_no_delta_limit` the no-progress circuit opens; a
-   * durable delta resets that digest's count.
+   * durable delta resets that digest's count. 500 distinct digests without a delta open it too.
    */
   recordAction(actionDigest: string, outcome: { readonly durableDelta: boolean }): BudgetCheck {
     const limit = "same_action_no_delta_limit";
@@ -645,6 +645,18 @@ export class BudgetMeter {
     if (outcome.durableDelta) delete counts[key];
     else counts[key] = (counts[key] ?? 0) + 1;
     this.#touch();
+    // Ever-new actions without a delta are a loop too, and the ledger stays bounded.
+    if (Object.keys(counts).length >= DISTINCT_ACTIONS_LIMIT) {
+      this.#open("no_progress");
+      return {
+        admitted: false,
+        active: true,
+        limit,
+        reason: "loop_detected",
+        used: DISTINCT_ACTIONS_LIMIT,
+        ceiling: DISTINCT_ACTIONS_LIMIT,
+      };
+    }
     const used = counts[key] ?? 0;
     const ceiling = this.#ledger.limits[limit];
     if (used >= ceiling) {
@@ -749,6 +761,13 @@ export class BudgetMeter {
     return structuredCloneJson(this.#ledger);
   }
 }
+
+/**
+ * How many distinct action digests without a durable delta a ledger tracks before the no-progress
+ * circuit opens: an Engine varying each action slightly is still making no progress, and the
+ * ledger committed with every step stays bounded.
+ */
+const DISTINCT_ACTIONS_LIMIT = 500;
 
 function digestOf(value: string): string {
   if (typeof value !== "string" || !/^sha256:[0-9a-f]{64}$/.test(value)) {

@@ -118,7 +118,9 @@ export interface StageFlagState {
   readonly source: ValueSource;
 }
 
-type States = Readonly<Partial<Record<StageFlag, StageFlagState>>>;
+/** The per-flag states a {@link StageFlags} is built from (a flag left out is off, built in). */
+export type StageFlagStates = Readonly<Partial<Record<StageFlag, StageFlagState>>>;
+type States = StageFlagStates;
 
 function completeStates(states: States): ReadonlyMap<StageFlag, StageFlagState> {
   return new Map(STAGE_FLAGS.map((flag) => [flag, states[flag] ?? { enabled: false, source: BUILT_IN }]));
@@ -151,7 +153,7 @@ export class StageFlags {
    *
    * @throws RolloutError `ASP_ROLLOUT_STAGE_NOT_BUILT` when a flag that is not in {@link BUILT_STAGES} is on.
    */
-  constructor(states: States) {
+  constructor(states: StageFlagStates) {
     const on = STAGE_FLAGS.flatMap((flag): TurnedOn[] => {
       const state = states[flag];
       if (state?.enabled !== true || BUILT_STAGES.includes(flag)) return [];

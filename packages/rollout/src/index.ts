@@ -49,7 +49,7 @@ export type { Environment } from "./env.js";
 export { aliasOf, CONTRACT_ENV_PREFIX } from "./env.js";
 export type { RolloutErrorCode } from "./errors.js";
 export { RolloutError } from "./errors.js";
-export type { StageFlagInputs, StageFlagState } from "./flags.js";
+export type { StageFlagInputs, StageFlagState, StageFlagStates } from "./flags.js";
 export {
   BUILT_STAGES,
   createStageFlags,

@@ -590,3 +590,22 @@ describe("BudgetMeter.recordTurnTokens (tokens spent before anyone could refuse 
     expect(meter.toJSON().consumed.extra_tokens).toBe(0);
   });
 });
+
+describe("BudgetMeter.recordAction: ever-new actions without a delta", () => {
+  it("AM.budgets.8: 500 distinct action digests without a durable delta open the no-progress circuit (the ledger stays bounded)", () => {
+    const meter = createBudgetMeter({
+      run: RUN,
+      budgets: DEFAULT_BUDGETS,
+      flags: stageFlagsForTests(["stage8_loop_circuits"]),
+      clock: manualClock(),
+    });
+    const digestN = (n: number) => `sha256:${n.toString(16).padStart(64, "0")}`;
+    for (let n = 0; n < 499; n++) expect(meter.recordAction(digestN(n), { durableDelta: false }).admitted).toBe(true);
+    expect(meter.recordAction(digestN(499), { durableDelta: false })).toMatchObject({
+      admitted: false,
+      reason: "loop_detected",
+    });
+    expect(meter.circuit("no_progress")).toBe("open");
+    expect(Object.keys(meter.toJSON().same_action_no_delta)).toHaveLength(500);
+  });
+});

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
@@ -374,6 +374,25 @@ async function engineFor(name: string, config: HostConfig, host: ComposedHost): 
   };
 }
 
+/** Remove a scratch workspace, even one a command left unreadable (never fails the run). */
+function removeScratch(dir: string): void {
+  try {
+    chmodTree(dir);
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // A leftover temp folder is not the run's failure.
+  }
+}
+
+function chmodTree(dir: string): void {
+  try {
+    chmodSync(dir, 0o700);
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) chmodTree(join(dir, e.name));
+  } catch {
+    // Best effort.
+  }
+}
+
 /** Deterministic permission policy over the host's trusted policy (`@asp/policy` `classifyAction`). */
 function hostPermissions(host: ComposedHost): PermissionClassifier {
   return {
@@ -411,19 +430,28 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
       flags.engine === "scripted"
         ? createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)))
         : await engineFor(flags.engine, config, host);
-    // The agent's tools run only in a scratch copy of the repository's files the host owns (never
-    // the user's worktree); the candidate's Artifacts are what the host wrote there.
+    // An Engine that acts (a plugin, or a script with action steps) gets tools that run only in a
+    // scratch copy of the repository's files the host owns (never the user's worktree), without
+    // the credential-shaped files; the candidate's Artifacts are what changed there.
+    const acts = flags.engine !== "scripted" || (script?.steps ?? []).some((s) => s.kind === "action");
     const scratch = mkdtempSync(join(tmpdir(), "asp-auto-workspace-"));
+    const cleanup = () => removeScratch(scratch);
+    process.once("exit", cleanup);
     try {
-      const target = { id: host.store.id, objects: host.store.objects };
-      const start = await snapshotWorktree(repo, { tracked: "index", store: target, excludes: config.excludes });
-      const workspace = await createScratchWorkspace({
-        dir: scratch,
-        from: { objects: host.store.objects, tree: start.tree },
-      });
+      let workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
+      if (acts) {
+        const target = { id: host.store.id, objects: host.store.objects };
+        const start = await snapshotWorktree(repo, { tracked: "index", store: target, excludes: config.excludes });
+        workspace = await createScratchWorkspace({
+          dir: scratch,
+          from: { objects: host.store.objects, tree: start.tree },
+          omit: (path) => classifyAction(host.policy, { tool: "read_file", path }, { fence: true }).fenced,
+        });
+      }
       await runIn(ctx, host, resolved, { engine, reviewer, workspace, repo, task: flags.task ?? "" });
     } finally {
-      rmSync(scratch, { recursive: true, force: true });
+      process.removeListener("exit", cleanup);
+      cleanup();
     }
   });
 }
@@ -435,7 +463,7 @@ async function runIn(
   o: {
     engine: Engine;
     reviewer: ReviewerPort;
-    workspace: Awaited<ReturnType<typeof createScratchWorkspace>>;
+    workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
     repo: string;
     task: string;
   },
@@ -447,7 +475,7 @@ async function runIn(
       engine: o.engine,
       reviewers: [o.reviewer],
       flags: resolved.flags,
-      workspace: o.workspace,
+      ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
       permissions: hostPermissions(host),
     });
     const projection = await runner.run({
