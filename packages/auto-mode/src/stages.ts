@@ -1,4 +1,4 @@
-import { type RunIdentity, STAGE_FLAGS, type StageFlag } from "@asp/contracts";
+import { type RunIdentity, STAGE_FLAGS } from "@asp/contracts";
 import { type AutoModeSelection, BUILT_STAGES, type StageFlags } from "@asp/rollout";
 import { AutoModeError } from "./errors.js";
 

@@ -284,20 +284,11 @@ function runConfined(
   ];
   for (const f of RUNTIME_FOLDERS) if (fs.existsSync(f)) args.push("--ro-bind", f, f);
   for (const f of RUNTIME_FILES) if (fs.existsSync(f)) args.push("--ro-bind", f, f);
-  args.push(
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
-    "--bind",
-    root,
-    "/workspace",
-    "--chdir",
-    "/workspace",
-  );
-  args.push("--", ...argv);
+  // A bounded private /tmp (64 MiB of memory at most), the workspace the only writable folder.
+  args.push("--proc", "/proc", "--dev", "/dev", "--size", "67108864", "--tmpfs", "/tmp");
+  args.push("--bind", root, "/workspace", "--chdir", "/workspace");
+  // Processes, address space, file size, descriptors and CPU seconds are bounded too.
+  args.push("--", ...(fs.existsSync(PRLIMIT) ? [PRLIMIT, ...LIMITS, "--"] : []), ...argv);
   return new Promise((resolve, reject) => {
     const child = spawn(bwrap, args, {
       stdio: closedStdio(fs, ["ignore", "pipe", "pipe"]) as ["ignore", "pipe", "pipe"],

@@ -601,3 +601,19 @@ describe("Auto Mode I: what the review of the change found (issue 25)", () => {
     expect(existsSync(join(dir, ".env"))).toBe(false);
   });
 });
+
+describe("Auto Mode I: the command sandbox's limits", () => {
+  it("AM.invariants.8: a command runs with bounded file size and descriptors, and without network interfaces beyond loopback", async () => {
+    const { workspace } = await workspaceWith({});
+    const ran = await workspace.run(
+      ["sh", "-c", "ulimit -f; ulimit -n; ls /sys/class/net 2>/dev/null || cat /proc/net/dev"],
+      new AbortController().signal,
+    );
+    expect(ran.exitCode).toBe(0);
+    const lines = ran.stdout.trim().split("\n");
+    expect(lines[0]).toBe(String(67108864 / 512)); // ulimit -f counts 512-byte blocks
+    expect(lines[1]).toBe("1024");
+    expect(ran.stdout).not.toMatch(/eth0|ens|wlan/);
+    expect(ran.changedPaths).toEqual([]);
+  });
+});
