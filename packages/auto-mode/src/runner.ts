@@ -772,6 +772,10 @@ class RunDriver {
         versions.push({ artifact_id: a.artifact_id, version_id: a.version_id, checksum: d });
       }
       for (const e of completion.evidence) {
+        // The host's own ref names (the payload, the Artifacts) are never an Engine's to take.
+        if (e.name === "payload" || e.name.startsWith("artifact:")) {
+          return { kind: "reason", reason: "agent_failed", candidateId: null };
+        }
         refs.push(
           "bytes" in e
             ? { name: e.name, kind: "blob", digest: await objects.putBlob(e.bytes) }
@@ -905,12 +909,18 @@ class RunDriver {
       await this.commit(auditStartedEvent(this.#nextEventId(), startedAt, request, attempt) as unknown as AutoEvent, [
         { kind: "review", record: rr },
       ]);
-      const result: AttemptResult = await runAttempt(
-        selected,
-        snapshot,
-        { candidate_id: candidate.candidate_id, payload: new TextDecoder().decode(payload), snapshot },
-        this.#o.attemptTimeoutMs ?? 60_000,
+      // The run's deadline bounds the attempt too: an aborted attempt is recorded as timed out,
+      // and the run then ends on the spent budget.
+      const raced = await this.#orAbort(
+        runAttempt(
+          selected,
+          snapshot,
+          { candidate_id: candidate.candidate_id, payload: new TextDecoder().decode(payload), snapshot },
+          this.#o.attemptTimeoutMs ?? 60_000,
+        ),
       );
+      const aborted = raced === ABORTED;
+      const result: AttemptResult = raced === ABORTED ? { outcome: "timeout", missing_coverage: [] } : raced;
       // A reply under a drifted identity binding is an integrity failure, never a verdict.
       if (!same(selected.identity, frozen))
         return { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id };
@@ -982,6 +992,10 @@ class RunDriver {
         ...findings.map((f) => ({ kind: "finding" as const, record: f })),
       ]);
       if (result.outcome === "verdict") break;
+      if (aborted) {
+        const gate = this.admitNext(candidate.candidate_id);
+        if (gate !== null) return gate;
+      }
     }
     const last = rr.attempts[rr.attempts.length - 1];
     if (rr.verdict === null || last === undefined) {

@@ -18,6 +18,7 @@ import {
   modelFingerprint,
   type PermissionClassifier,
   projectAutoRun,
+  type ReviewerPort,
   readRunFacts,
   runIdOf,
 } from "../src/index.js";
@@ -615,5 +616,47 @@ describe("Auto Mode I: the command sandbox's limits", () => {
     expect(lines[1]).toBe("1024");
     expect(ran.stdout).not.toMatch(/eth0|ens|wlan/);
     expect(ran.changedPaths).toEqual([]);
+  });
+});
+
+describe("Auto Mode I: the deadline during review, and the host's own ref names", () => {
+  it("AM.budgets.5 AM.invariants.8: a Reviewer attempt still running at the deadline is recorded as timed out and the run ends budget_exhausted(wall_time_s)", async () => {
+    const time = manualTime();
+    const hanging: ReviewerPort = {
+      identity: { actor_id: "reviewer-hangs", session_id: "rs-hang", fingerprint: "model-b;cfg-1" },
+      verifier: {
+        verify: () => {
+          setImmediate(() => time.advance(10_000));
+          return new Promise(() => {});
+        },
+      },
+    };
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    const { projection } = await runWith(engine, {
+      ...time,
+      reviewers: [hanging],
+      attemptTimeoutMs: 3_600_000,
+      budgets: { wall_time_s: 5 },
+    });
+    expect(projection.terminal_reason).toBe("budget_exhausted");
+    expect(projection.terminal?.exhausted_limit).toBe("wall_time_s");
+    expect(projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual(["timeout"]);
+    expect(projection.problems).toEqual([]);
+  });
+
+  it("AM.states.9: an Engine's evidence named like the host's own refs is an Agent failure, never a collision at freeze", async () => {
+    const engine = engineOf(async function* () {
+      yield {
+        kind: "completion",
+        payload: "p",
+        artifacts: [],
+        evidence: [{ name: "payload", bytes: new TextEncoder().encode("forged") }],
+      };
+    });
+    const { projection } = await runWith(engine);
+    expect(projection.terminal_reason).toBe("agent_failed");
+    expect(projection.candidate).toBeNull();
   });
 });
