@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,7 +5,7 @@ import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { afterEach, describe, expect, it } from "vitest";
 import { autoModeCopy } from "./example-copy.js";
-import { BIN, REPO_ROOT } from "./helpers.js";
+import { REPO_ROOT, runBinaryAsync } from "./helpers.js";
 
 // `asp auto run --engine openai`: the signed engine-openai plugin drives a scripted loopback
 // chat-completions server; every tool call the "model" makes is a proposal the host classifies under
@@ -85,22 +84,7 @@ async function modelServer(turns: readonly Turn[]): Promise<{ url: string; reque
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests };
 }
 
-async function asp(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...argv], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? "", ASP_TEST_ENGINE_KEY: KEY },
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (b: Buffer) => {
-    stdout += b.toString("utf8");
-  });
-  child.stderr.on("data", (b: Buffer) => {
-    stderr += b.toString("utf8");
-  });
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, stdout, stderr };
-}
+const asp = (argv: string[]) => runBinaryAsync(argv, { ASP_TEST_ENGINE_KEY: KEY });
 
 /**
  * The example host with the engine plugin, Stages 2, 4 and 8, and a copy of the example policy

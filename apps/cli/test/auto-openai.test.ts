@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,7 +5,7 @@ import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { afterEach, describe, expect, it } from "vitest";
 import { AUTO_MODE, autoModeCopy } from "./example-copy.js";
-import { BIN, REPO_ROOT } from "./helpers.js";
+import { REPO_ROOT, runBinaryAsync } from "./helpers.js";
 
 // `asp auto run --reviewer openai`: the signed verifier-openai plugin, granted by the example policy,
 // configured only by the trusted host configuration (`pluginOptions`: base URL, model, the NAME of
@@ -52,23 +51,7 @@ async function chatServer(content: string): Promise<{ url: string; seen: Seen[] 
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
-/** The built `asp`, asynchronously (the loopback server answers from this process meanwhile). */
-async function asp(argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...argv], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? "", ASP_TEST_OPENAI_KEY: KEY },
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (b: Buffer) => {
-    stdout += b.toString("utf8");
-  });
-  child.stderr.on("data", (b: Buffer) => {
-    stderr += b.toString("utf8");
-  });
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, stdout, stderr };
-}
+const asp = (argv: string[]) => runBinaryAsync(argv, { ASP_TEST_OPENAI_KEY: KEY });
 
 function setup(baseUrl: string): { repo: string; config: string } {
   return autoModeCopy([OPENAI], {

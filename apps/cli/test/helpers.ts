@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,4 +91,28 @@ export function hostConfig(
   const config = join(dir, "asp.host.json");
   writeFileSync(config, JSON.stringify({ store: "store", policy: "policy.json", providers }));
   return { dir, config, store: join(dir, "store") };
+}
+
+/**
+ * The built `asp` as a child process, asynchronously (so a loopback server in the test process
+ * can answer it meanwhile), with only PATH and `env` in its environment.
+ */
+export async function runBinaryAsync(
+  argv: string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...argv], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? "", ...env },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (b: Buffer) => {
+    stdout += b.toString("utf8");
+  });
+  child.stderr.on("data", (b: Buffer) => {
+    stderr += b.toString("utf8");
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, stdout, stderr };
 }
