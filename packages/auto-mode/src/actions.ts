@@ -244,7 +244,9 @@ export interface ActionWorkspace {
   run(argv: ReadonlyArray<string>, signal: AbortSignal): Promise<CommandResult>;
   /**
    * Every file that differs from the workspace's starting state, whoever changed it (an adapter or
-   * a command): the candidate's Artifacts. A removed file is not an Artifact.
+   * a command), in path order: created or changed files with their bytes (the candidate's
+   * Artifacts), removed files with `bytes: null` (named in the candidate's `changes` manifest, so a
+   * Reviewer sees a deletion too).
    */
-  changes(): Promise<ReadonlyArray<{ readonly path: string; readonly bytes: Uint8Array }>>;
+  changes(): Promise<ReadonlyArray<{ readonly path: string; readonly bytes: Uint8Array | null }>>;
 }

@@ -1,6 +1,12 @@
 import type { AutoEventType, StageFlag } from "@asp/contracts";
 import type { StepRecord } from "./durable.js";
 import { AutoModeError } from "./errors.js";
+import { ACTION_ROWS } from "./modules/actions.js";
+import { CANDIDATE_ROWS } from "./modules/candidate.js";
+import { ENGINE_ROWS } from "./modules/engine.js";
+import { REVIEW_ROWS } from "./modules/review.js";
+import { STORAGE_ROWS } from "./modules/storage.js";
+import { TERMINAL_ROWS } from "./modules/terminal.js";
 
 /**
  * The durable phase an Auto Run is in, as its committed facts prove it:
@@ -33,178 +39,17 @@ export interface MachineTransition {
   readonly test: string;
 }
 
-/** Stage 2's module: the run itself. */
-const STORAGE: ReadonlyArray<MachineTransition> = [
-  {
-    module: "storage",
-    stage: "stage2_auto_run_storage",
-    from: "absent",
-    on: "auto_run_started",
-    to: "started",
-    entry:
-      "no run with this identity exists (a compare-and-swap on the run's head); the selection, budgets, independence and stages freeze with it",
-    test: "mediation.test.ts: two writers starting one run identity",
-  },
-];
-
-/** Auto Mode I: the Engine's turns and the host's mediation of its actions. */
-const ENGINE: ReadonlyArray<MachineTransition> = [
-  {
-    module: "engine",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "step:turn",
-    to: "started",
-    entry:
-      "a model turn ended; its tokens are recorded in the ledger (the initial turn's) before the next step is admitted",
-    test: "mediation.test.ts: the producing run is the initial turn",
-  },
-  {
-    module: "engine",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "step:max_turns",
-    to: "refused",
-    entry: "the Engine reported its own turn limit: only budget_exhausted(engine_turns) may follow",
-    test: "runner.test.ts: max-turn exhaustion",
-  },
-  {
-    module: "actions",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "step:admitted",
-    to: "acting",
-    entry:
-      "the canonical action passed the ledger (wall time, tokens, circuits, cells) and deterministic policy allowed it; nothing has run",
-    test: "mediation.test.ts: a read and a write run through the host's adapters",
-  },
-  {
-    module: "actions",
-    stage: "stage2_auto_run_storage",
-    from: "acting",
-    on: "step:executed",
-    to: "started",
-    entry:
-      "the result of exactly the admitted action (same ordinal and digest): a result is accepted only for an admitted action",
-    test: "mediation.test.ts: a read and a write run through the host's adapters",
-  },
-  {
-    module: "actions",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "step:refused",
-    to: "refused",
-    entry:
-      "an unknown tool, an uncanonicalizable target, a deny, an ask without a channel, a spent budget or an open circuit refused the unexecuted action; its audit committed",
-    test: "mediation.test.ts: is refused, its audit committed, nothing executed",
-  },
-  {
-    module: "actions",
-    stage: "stage2_auto_run_storage",
-    from: "acting",
-    on: "step:refused",
-    to: "refused",
-    entry: "the host's adapter found a path or sandbox escape while running the admitted action (nothing escaped)",
-    test: "mediation.test.ts: a link planted in the workspace is never followed",
-  },
-];
-
-/** The candidate: a completion frozen with its snapshot. */
-const CANDIDATE: ReadonlyArray<MachineTransition> = [
-  {
-    module: "candidate",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "candidate_ready",
-    to: "candidate",
-    entry:
-      "a valid completion, its immutable Evidence Snapshot, payload and Artifact versions committed in one transition",
-    test: "runner.test.ts: AM.states.2",
-  },
-];
-
-/** Stages 3 and 4: review attempts. */
-const REVIEW: ReadonlyArray<MachineTransition> = [
-  {
-    module: "review",
-    stage: "stage3_scientific_review_shadow",
-    from: "candidate",
-    on: "auto_audit_started",
-    to: "reviewing",
-    entry:
-      "an eligible Reviewer under the frozen independence policy; the attempt admitted by the ledger (at most two)",
-    test: "runner.test.ts: AM.states.8",
-  },
-  {
-    module: "review",
-    stage: "stage3_scientific_review_shadow",
-    from: "reviewing",
-    on: "auto_audit_completed",
-    to: "candidate",
-    entry: "the attempt's assessment re-hashes and names the same audit request",
-    test: "runner.test.ts: AM.states.8",
-  },
-];
-
-/** Terminals: the committed reason chooses the row. */
-const TERMINAL: ReadonlyArray<MachineTransition> = [
-  {
-    module: "terminal",
-    stage: "stage2_auto_run_storage",
-    from: "started",
-    on: "auto_run_terminal",
-    to: "terminal",
-    entry:
-      "a terminal reason outside the five states (agent_failed, user_cancelled, budget_exhausted, loop_detected, safety_boundary), proved by the committed ledger where it names a limit",
-    test: "mediation.test.ts: budgets bound a run",
-  },
-  {
-    module: "terminal",
-    stage: "stage2_auto_run_storage",
-    from: "refused",
-    on: "auto_run_terminal",
-    to: "terminal",
-    entry:
-      "the terminal reason the committed refusal named (policy_requires_explicit_setup, safety_boundary, loop_detected, budget_exhausted)",
-    test: "mediation.test.ts: is refused, its audit committed, nothing executed",
-  },
-  {
-    module: "terminal",
-    stage: "stage2_auto_run_storage",
-    from: "acting",
-    on: "auto_run_terminal",
-    to: "terminal",
-    entry: "safety_boundary only: the admitted action's result could not commit",
-    test: "mediation.test.ts: a refusal audit that cannot commit",
-  },
-  {
-    module: "terminal",
-    stage: "stage4_review_completion_gate",
-    from: "candidate",
-    on: "auto_run_terminal",
-    to: "terminal",
-    entry:
-      "verified / completed_with_issues / review_unavailable by the gating review's records, or a reason outside the five states",
-    test: "runner.test.ts: AM.states.3",
-  },
-  {
-    module: "terminal",
-    stage: "stage4_review_completion_gate",
-    from: "reviewing",
-    on: "auto_run_terminal",
-    to: "terminal",
-    entry: "safety_boundary only: an attempt's completion could not commit, or the Reviewer's identity drifted",
-    test: "runner.test.ts: AM.states.9",
-  },
-];
-
 /**
- * The run machine: every legal transition, composed from its stage modules. The runner checks each
+ * The run machine: every legal transition, composed from the rows its stage modules add
+ * (`src/modules/*`: each module adds its rows, the activity that commits them and the proof the
+ * projection replays them with). The runner checks each
  * commit against it before writing, and the projection replays the committed facts through it
  * ({@link replayRun}); a committed history it does not accept projects the safety boundary.
  */
 export const RUN_MACHINE: ReadonlyArray<MachineTransition> = Object.freeze(
-  [...STORAGE, ...ENGINE, ...CANDIDATE, ...REVIEW, ...TERMINAL].map((t) => Object.freeze(t)),
+  [...STORAGE_ROWS, ...ENGINE_ROWS, ...ACTION_ROWS, ...CANDIDATE_ROWS, ...REVIEW_ROWS, ...TERMINAL_ROWS].map((t) =>
+    Object.freeze(t),
+  ),
 );
 
 /** The row that moves `from` on `on`, or null when the machine has none. Pure. */

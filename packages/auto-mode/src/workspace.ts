@@ -204,9 +204,16 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
     async changes() {
       const from = await start();
       const now = await stateOf(root, maxFile);
-      const out: { path: string; bytes: Uint8Array }[] = [];
-      for (const [path, d] of [...now.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const out: { path: string; bytes: Uint8Array | null }[] = [];
+      const paths = [...new Set([...from.keys(), ...now.keys()])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      for (const path of paths) {
+        const d = now.get(path);
         if (from.get(path) === d) continue;
+        // A starting file that is gone (or no longer a regular file) is a removal.
+        if (d === undefined) {
+          out.push({ path, bytes: null });
+          continue;
+        }
         const bytes = await readIfFile(await resolveInside(path, false)).catch(hide);
         if (bytes !== null) out.push({ path, bytes });
       }

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ActionResult } from "@asp/contracts";
-import type { FactInput, FactLog } from "@asp/evidence";
+import { type Digest, digestBytes, type FactInput, type FactLog, readSnapshot } from "@asp/evidence";
 import { type BudgetSet, createStageFlags, DEFAULT_BUDGETS, type StageFlags } from "@asp/rollout";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -575,6 +575,33 @@ describe("Auto Mode I: what the review of the change found (issue 25)", () => {
     expect(allowed.projection.steps[1]?.result?.delta).toBe(true);
   });
 
+  it("AM.invariants.6: a file a command removes is in the candidate's change manifest, so the Reviewer sees the deletion", async () => {
+    const { workspace } = await workspaceWith({ "keep.txt": "keep\n", "gone.txt": "gone\n" });
+    const engine = engineOf(async function* () {
+      yield { kind: "action", action: { tool: "run_command", arguments: { argv: ["rm", "gone.txt"] } } };
+      yield { kind: "action", action: { tool: "write_file", arguments: { path: "new.txt", content: "new\n" } } };
+      yield { kind: "completion", payload: "removed gone.txt", artifacts: [], evidence: [] };
+    });
+    const allowRm: PermissionClassifier = {
+      classify: () => ({ outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false }),
+    };
+    const { t, projection } = await runWith(engine, { workspace, permissions: allowRm });
+    expect(projection.state).toBe("verified");
+    // A removal is no Artifact (there are no bytes), but the manifest names it.
+    expect(projection.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["new.txt"]);
+    const snap = await readSnapshot(t.store, projection.candidate?.snapshot_digest as Digest);
+    const ref = snap.refs.find((r) => r.name === "changes");
+    expect(ref).toBeDefined();
+    const manifest = JSON.parse(new TextDecoder().decode(await t.store.objects.readBlob(ref?.digest as Digest)));
+    expect(manifest).toEqual([
+      { path: "gone.txt", digest: null },
+      { path: "new.txt", digest: digestBytes(new TextEncoder().encode("new\n")) },
+    ]);
+    expect(
+      projection.steps.find((st) => st.phase === "executed" && st.action?.tool === "run_command")?.result?.delta,
+    ).toBe(true);
+  });
+
   it("AM.invariants.6: an Engine's claimed Artifacts are not the candidate's when the host holds a workspace", async () => {
     const { workspace } = await workspaceWith({});
     const engine = engineOf(async function* () {
@@ -658,5 +685,17 @@ describe("Auto Mode I: the deadline during review, and the host's own ref names"
     const { projection } = await runWith(engine);
     expect(projection.terminal_reason).toBe("agent_failed");
     expect(projection.candidate).toBeNull();
+    // The change manifest's name too: an Engine cannot pass off its own list of changes.
+    const { workspace } = await workspaceWith({});
+    const forged = engineOf(async function* () {
+      yield {
+        kind: "completion",
+        payload: "p",
+        artifacts: [],
+        evidence: [{ name: "changes", bytes: new TextEncoder().encode("[]") }],
+      };
+    });
+    const second = await runWith(forged, { workspace, permissions: allowAll });
+    expect(second.projection.terminal_reason).toBe("agent_failed");
   });
 });

@@ -1,0 +1,239 @@
+import type { ActionResult, ExhaustedLimit, ProposedAction } from "@asp/contracts";
+import { type CanonicalAction, canonicalizeAction } from "../actions.js";
+import type { StepRecord } from "../durable.js";
+import type { MachineTransition } from "../machine.js";
+import type { RunContext, TerminalOutcome } from "../run/context.js";
+import { type Problems, type RunFacts, same } from "./facts.js";
+import type { RunBase } from "./storage.js";
+
+// The actions module (Auto Mode I): the host mediates every action the Engine proposes. Its
+// activity canonicalizes, admits, classifies and runs an action through the host's adapters,
+// committing the admission before and the result after; its proof checks a result exists only
+// for an admitted action.
+
+/** The rows the actions module adds to the run machine. */
+export const ACTION_ROWS: ReadonlyArray<MachineTransition> = [
+  {
+    module: "actions",
+    stage: "stage2_auto_run_storage",
+    from: "started",
+    on: "step:admitted",
+    to: "acting",
+    entry:
+      "the canonical action passed the ledger (wall time, tokens, circuits, cells) and deterministic policy allowed it; nothing has run",
+    test: "mediation.test.ts: a read and a write run through the host's adapters",
+  },
+  {
+    module: "actions",
+    stage: "stage2_auto_run_storage",
+    from: "acting",
+    on: "step:executed",
+    to: "started",
+    entry:
+      "the result of exactly the admitted action (same ordinal and digest): a result is accepted only for an admitted action",
+    test: "mediation.test.ts: a read and a write run through the host's adapters",
+  },
+  {
+    module: "actions",
+    stage: "stage2_auto_run_storage",
+    from: "started",
+    on: "step:refused",
+    to: "refused",
+    entry:
+      "an unknown tool, an uncanonicalizable target, a deny, an ask without a channel, a spent budget or an open circuit refused the unexecuted action; its audit committed",
+    test: "mediation.test.ts: is refused, its audit committed, nothing executed",
+  },
+  {
+    module: "actions",
+    stage: "stage2_auto_run_storage",
+    from: "acting",
+    on: "step:refused",
+    to: "refused",
+    entry: "the host's adapter found a path or sandbox escape while running the admitted action (nothing escaped)",
+    test: "mediation.test.ts: a link planted in the workspace is never followed",
+  },
+];
+
+const utf8 = new TextEncoder();
+/** What a tool result may carry back to the model (64 KiB). */
+const clip = (text: string): string => (text.length > 65_536 ? `${text.slice(0, 65_536)}\n[clipped]` : text);
+
+type Refusal = "policy_requires_explicit_setup" | "safety_boundary" | "loop_detected" | "budget_exhausted";
+
+/**
+ * Activity: mediate one proposed action: canonicalize and digest it, admit it through the ledger,
+ * classify it under deterministic policy, commit its admission, run it through the host's adapters
+ * and commit the result. A refusal commits its audit, then ends the run with its terminal reason.
+ */
+export async function mediateAction(
+  ctx: RunContext,
+  proposal: unknown,
+): Promise<{ result: ActionResult; delta: boolean } | TerminalOutcome> {
+  const actionOrdinal = ctx.nextActionOrdinal();
+  const canonical = canonicalizeAction(proposal as ProposedAction);
+  const toolName = String((proposal as { tool?: unknown } | null)?.tool ?? "").slice(0, 128);
+  const refuse = async (
+    terminal: Refusal,
+    code: string,
+    detail: string,
+    action: StepRecord["action"],
+    limit?: ExhaustedLimit,
+  ): Promise<TerminalOutcome> => {
+    await ctx.step({ phase: "refused", action, refusal: { code, detail: detail.slice(0, 500), terminal } });
+    return terminal === "budget_exhausted"
+      ? { kind: "reason", reason: terminal, candidateId: null, limit: limit as ExhaustedLimit }
+      : { kind: "reason", reason: terminal, candidateId: null };
+  };
+  if (!canonical.ok) {
+    const action = {
+      action_ordinal: actionOrdinal,
+      tool: toolName,
+      target: null,
+      action_digest: canonical.digest,
+      classification: null,
+    };
+    if (canonical.refusal === "path_escape") {
+      return refuse("safety_boundary", "ASP_AUTO_MODE_PATH_ESCAPE", canonical.detail, action);
+    }
+    return refuse("policy_requires_explicit_setup", canonical.refusal, canonical.detail, action);
+  }
+  const a: CanonicalAction = canonical.action;
+  const base = {
+    action_ordinal: actionOrdinal,
+    tool: a.tool,
+    target: a.target,
+    action_digest: a.digest,
+    classification: null,
+  };
+  const repeat = ctx.meter.admitAction(a.digest);
+  if (!repeat.admitted) {
+    // The wall time or an open circuit may refuse here too: the refusal names what refused.
+    return repeat.reason === "loop_detected"
+      ? refuse("loop_detected", "same_action_no_delta", "this action without a durable delta reached its circuit", base)
+      : refuse("budget_exhausted", "budget_exhausted", `${repeat.limit} is spent`, base, repeat.limit);
+  }
+  const cells = ctx.meter.admitCells(1);
+  if (!cells.admitted) return refuse("budget_exhausted", "budget_exhausted", "no Cell budget left", base, cells.limit);
+  const { permissions, flags, workspace } = ctx.options;
+  // The credential-shaped file fence is Stage 7's deterministic control.
+  const fence = flags.isEnabled("stage7_guardian_enforcement");
+  const classification = permissions?.classify(a.permission, { fence }) ?? {
+    outcome: "ask" as const,
+    reason: "no permission policy: the built-in default is ask",
+    fenced: false,
+  };
+  const classified = {
+    ...base,
+    classification: {
+      outcome: classification.outcome,
+      reason: String(classification.reason).slice(0, 500),
+      fenced: classification.fenced === true,
+    },
+  };
+  if (classification.outcome === "deny") {
+    return refuse("policy_requires_explicit_setup", "policy_deny", classified.classification.reason, classified);
+  }
+  if (classification.outcome !== "allow") {
+    // No channel resolves an ask before Stages 6/7: refused headless, attributed to policy.
+    return refuse(
+      "policy_requires_explicit_setup",
+      "ask_without_channel",
+      `${classified.classification.reason}; no approval channel is attached`,
+      classified,
+    );
+  }
+  if (workspace === undefined) {
+    return refuse(
+      "policy_requires_explicit_setup",
+      "no_workspace",
+      "the host offers no tool adapters to this run",
+      classified,
+    );
+  }
+  // The admission commits before anything runs: a result is accepted only for an admitted action.
+  await ctx.step({ phase: "admitted", action: classified });
+  let output: string;
+  let delta = false;
+  let exitCode: number | null = null;
+  try {
+    if (a.tool === "read_file") {
+      const bytes = await workspace.read(a.target);
+      output = bytes === null ? `error: no file ${a.target}` : clip(new TextDecoder().decode(bytes));
+    } else if (a.tool === "write_file") {
+      delta = (await workspace.write(a.target, a.content as Uint8Array)).changed;
+      output = `wrote ${a.target}${delta ? "" : " (unchanged)"}`;
+    } else {
+      const ran = await workspace.run(a.argv as string[], ctx.signal);
+      exitCode = ran.exitCode;
+      // What the command changed is a write: each path must be one policy lets the agent write,
+      // and a changed file is a durable delta.
+      for (const path of ran.changedPaths) {
+        if (permissions?.classify({ tool: "write_file", path }, { fence }).outcome !== "allow") {
+          return refuse(
+            "policy_requires_explicit_setup",
+            "command_write_refused",
+            `the command changed ${path}, which policy does not let the agent write`,
+            classified,
+          );
+        }
+      }
+      delta = ran.changedPaths.length > 0;
+      output = clip(
+        `exit ${ran.exitCode ?? "signal"}\n${ran.stdout}${ran.stderr === "" ? "" : `\nstderr:\n${ran.stderr}`}`,
+      );
+    }
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const message = String((error as Error).message ?? error);
+    if (code === "ASP_AUTO_MODE_PATH_ESCAPE") return refuse("safety_boundary", code, message, classified);
+    if (code === "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE") {
+      return refuse("policy_requires_explicit_setup", code, message, classified);
+    }
+    output = `error: ${clip(message)}`;
+  }
+  ctx.meter.recordAction(a.digest, { durableDelta: delta });
+  const outputDigest = await ctx.options.store.objects.putBlob(utf8.encode(output));
+  await ctx.step({
+    phase: "executed",
+    action: classified,
+    result: { output_digest: outputDigest, delta, exit_code: exitCode },
+  });
+  return { result: { status: "executed", action_digest: a.digest, output }, delta };
+}
+
+/**
+ * Prove the mediated steps: this run's, numbered in commit order, each ledger under the run's
+ * frozen limits, none after the terminal; an action ran only after its allowed admission committed,
+ * and no action ordinal is reused.
+ */
+export function proveSteps(facts: RunFacts, base: RunBase, terminalSeq: number | undefined, bad: Problems): void {
+  const admitted = new Map<number, StepRecord["action"]>();
+  const ordinals = new Set<number>();
+  let lastAdmitted: number | null = null;
+  facts.steps.forEach((st, i) => {
+    const b = st.body;
+    if (!same(b.run, base.run)) bad(`step ${b.ordinal} of another run`);
+    if (b.ordinal !== i + 1) bad(`step ${b.ordinal} out of order`);
+    if (!same(b.ledger.limits, base.first.budgets)) bad(`step ${b.ordinal}: ledger under other limits`);
+    if (terminalSeq !== undefined && st.seq > terminalSeq) bad(`step ${b.ordinal} committed after the terminal`);
+    const a = b.action;
+    if (b.phase === "admitted" && a !== null) {
+      if (a.classification?.outcome !== "allow") bad(`step ${b.ordinal}: admitted an action policy did not allow`);
+      admitted.set(a.action_ordinal, a);
+    }
+    if (b.phase === "executed" && a !== null) {
+      if (!same(admitted.get(a.action_ordinal), a)) bad(`step ${b.ordinal}: a result for an action never admitted`);
+      admitted.delete(a.action_ordinal);
+    }
+    if (b.phase === "refused" && a !== null && admitted.has(a.action_ordinal)) {
+      if (!same(admitted.get(a.action_ordinal), a))
+        bad(`step ${b.ordinal}: refuses another action than the admitted one`);
+      admitted.delete(a.action_ordinal);
+    }
+    if (a !== null && b.phase !== "executed" && !(b.phase === "refused" && a.action_ordinal === lastAdmitted)) {
+      if (ordinals.has(a.action_ordinal)) bad(`step ${b.ordinal}: action ordinal ${a.action_ordinal} reused`);
+      ordinals.add(a.action_ordinal);
+    }
+    if (b.phase === "admitted" && a !== null) lastAdmitted = a.action_ordinal;
+  });
+}

@@ -1,0 +1,88 @@
+import type {
+  AutoRun,
+  Candidate,
+  ExhaustedLimit,
+  RunIdentity,
+  StopReason,
+  TerminalReason,
+  UnavailableReason,
+} from "@asp/contracts";
+import type { BudgetCheck, BudgetMeter } from "@asp/rollout";
+import type { AutoEvent, StepRecord, TransitionRecord } from "../durable.js";
+import type { ActorIdentity } from "../engine.js";
+import type { AutoRunnerOptions, ProvisionalChunk } from "../runner.js";
+import type { RunStages } from "../stages.js";
+
+// The runner's side of the run machine: what a stage module's activity may use. An activity does
+// its side effect (an Engine turn, an action, a Reviewer attempt, a delivery) and commits its
+// outcome as facts through `commit` / `step`, each checked against RUN_MACHINE before it is written.
+
+/**
+ * How a run ends, before it is a terminal record: a terminal reason outside the five states, or
+ * one of the three review terminals the runner enters (`buildTerminalRecord` turns it into the
+ * record).
+ */
+export type TerminalOutcome =
+  | {
+      readonly kind: "reason";
+      readonly reason: TerminalReason;
+      readonly candidateId: string | null;
+      readonly limit?: ExhaustedLimit;
+    }
+  | { readonly kind: "verified"; readonly candidate: Candidate }
+  | {
+      readonly kind: "issues";
+      readonly candidateId: string;
+      readonly stop: StopReason;
+      readonly unresolved: string[];
+      readonly limit?: ExhaustedLimit;
+    }
+  | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason };
+
+/** What `orAbort` returns when the run's signal aborted first. */
+export const ABORTED: unique symbol = Symbol("aborted");
+
+/** One run being driven, as its stage modules' activities see it. */
+export interface RunContext {
+  readonly options: AutoRunnerOptions;
+  readonly run: RunIdentity;
+  readonly runId: string;
+  /** The run record as last committed. */
+  readonly record: AutoRun;
+  /** The seq of the last run record this writer committed (the head a compare-and-swap expects). */
+  readonly lastRunSeq: number | null;
+  readonly meter: BudgetMeter;
+  readonly producer: ActorIdentity;
+  readonly stages: RunStages;
+  /** Aborts when the wall time is spent; passed to the Engine and to commands. */
+  readonly signal: AbortSignal;
+  readonly task: string;
+  now(): string;
+  nextEventId(): string;
+  /** The next action's ordinal (1, 2, …). */
+  nextActionOrdinal(): number;
+  /**
+   * Commit one transition (records + run record + ledger + event), then notify. `cas`: only if the
+   * run's state key still has the given head (`null`: the run does not exist).
+   *
+   * @throws AutoModeError `ASP_AUTO_MODE_ILLEGAL_TRANSITION` when the run machine has no such row.
+   */
+  commit(
+    event: AutoEvent,
+    records: TransitionRecord[],
+    next?: Partial<AutoRun>,
+    cas?: { readonly seq: number | null },
+  ): Promise<void>;
+  /** Commit one mediated step with the ledger as it stands (checked against the run machine first). */
+  step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord>;
+  /** Commit the terminal the outcome names. */
+  terminal(outcome: TerminalOutcome, extra?: TransitionRecord[]): Promise<void>;
+  /** Wait for `work`, unless the run's signal aborts first (an Engine that ignores it never holds the run). */
+  orAbort<T>(work: Promise<T>): Promise<T | typeof ABORTED>;
+  /** The admission of the next autonomous step (wall time, tokens, the open circuit); null when admitted. */
+  admitNext(candidateId: string | null): TerminalOutcome | null;
+  /** The outcome a refused budget check gives. */
+  refusal(check: Extract<BudgetCheck, { admitted: false }>, candidateId: string | null): TerminalOutcome;
+  /** Tell the Stage 4 listener (only under `gate`); its failures are not the run's. */
+  provisional(kind: ProvisionalChunk["kind"], text: string, candidateId?: string): void;
+}

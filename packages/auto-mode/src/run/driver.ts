@@ -1,0 +1,267 @@
+import type { AutoRun, RunIdentity } from "@asp/contracts";
+import { CANDIDATE_USER_TRUTH } from "@asp/contracts";
+import { type BudgetCheck, type BudgetMeter, createBudgetMeter, DEFAULT_BUDGETS } from "@asp/rollout";
+import {
+  type AutoEvent,
+  commitStep,
+  commitTransition,
+  runStateKey,
+  type StepRecord,
+  type TransitionRecord,
+} from "../durable.js";
+import type { ActorIdentity } from "../engine.js";
+import { type MachineInput, nextPhase, type RunPhase } from "../machine.js";
+import { buildTerminalRecord } from "../modules/terminal.js";
+import type { AutoRunnerOptions, AutoRunParams, ProvisionalChunk, RunTimers } from "../runner.js";
+import { type RunStages, resultReviewStage, runtimeStageFlags } from "../stages.js";
+import { ABORTED, type RunContext, type TerminalOutcome } from "./context.js";
+
+const SYSTEM_TIMERS: RunTimers = {
+  setTimeout(fn, ms) {
+    // Referenced: an Engine whose next() never settles must not let the process end mid-run.
+    return setTimeout(fn, ms);
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as ReturnType<typeof setTimeout>);
+  },
+};
+
+/**
+ * One run's state while it is driven: the run machine's phase, the budget meter, the wall-time
+ * deadline and the writer's head. Every commit is checked against RUN_MACHINE before it is written;
+ * everything here is also committed before it is shown. The stage modules' activities drive it
+ * through {@link RunContext}.
+ */
+export class RunDriver implements RunContext {
+  readonly options: AutoRunnerOptions;
+  readonly runId: string;
+  readonly meter: BudgetMeter;
+  readonly producer: ActorIdentity;
+  readonly stages: RunStages;
+  readonly task: string;
+  readonly #clock: { now(): Date };
+  readonly #hex: string;
+  readonly #abort = new AbortController();
+  #events = 0;
+  #record: AutoRun;
+  #timer: unknown;
+  #ordinal = 0;
+  #actions = 0;
+  #lastRunSeq: number | null = null;
+  #phase: RunPhase = "absent";
+
+  constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
+    this.options = o;
+    this.task = typeof params.task === "string" ? params.task : "";
+    const excluded = (o.excludedActors ?? []).map((a) => ({ actor_id: a.actor_id, session_id: a.session_id }));
+    const flags = runtimeStageFlags(o.flags);
+    this.stages = { run, flags, result_review: resultReviewStage(params.selection, flags) };
+    this.#clock = o.clock ?? { now: () => new Date() };
+    this.runId = runId;
+    this.#hex = runId.slice(7);
+    this.producer = { ...o.engine.actor };
+    const budgets = params.budgets ?? DEFAULT_BUDGETS;
+    this.meter = createBudgetMeter({
+      run,
+      budgets,
+      flags: o.flags,
+      clock: { now: () => this.#clock.now().getTime() },
+    });
+    const now = this.now();
+    this.#record = {
+      $$type: "@asp/AutoRun",
+      version: 1,
+      run,
+      selection: { ...params.selection },
+      budgets: { ...budgets },
+      independence: {
+        policy: params.independencePolicy ?? "distinct_fingerprint",
+        producer_fingerprint: this.producer.fingerprint,
+        excluded_actors: excluded,
+      },
+      state: null,
+      terminal_reason: null,
+      candidate_id: null,
+      generation: 0,
+      imported: false,
+      created_at: now,
+      updated_at: now,
+    } as AutoRun;
+  }
+
+  get run(): RunIdentity {
+    return this.#record.run;
+  }
+
+  get record(): AutoRun {
+    return this.#record;
+  }
+
+  get lastRunSeq(): number | null {
+    return this.#lastRunSeq;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  now(): string {
+    return this.#clock.now().toISOString();
+  }
+
+  nextEventId(): string {
+    this.#events += 1;
+    return `event:${this.#hex}:${this.#events}`;
+  }
+
+  nextActionOrdinal(): number {
+    this.#actions += 1;
+    return this.#actions;
+  }
+
+  async commit(
+    event: AutoEvent,
+    records: TransitionRecord[],
+    next: Partial<AutoRun> = {},
+    cas?: { readonly seq: number | null },
+  ): Promise<void> {
+    const record = { ...this.#record, ...next, updated_at: event.committed_at as string } as AutoRun;
+    // Every commit is a row of the run machine, checked before anything is written.
+    const phase = nextPhase(this.#phase, event.type as MachineInput);
+    const entries = await commitTransition(
+      this.options.store.log,
+      this.runId,
+      { event, records: [...records, { kind: "run", record }, { kind: "ledger", record: this.meter.toJSON() }] },
+      cas === undefined ? {} : { expect: [{ key: runStateKey(this.runId), seq: cas.seq }] },
+    );
+    this.#lastRunSeq = entries.find((e) => e.kind === "auto.run")?.seq ?? this.#lastRunSeq;
+    this.#phase = phase;
+    this.#record = record;
+    this.options.onEvent?.(event);
+  }
+
+  async step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord> {
+    this.#ordinal += 1;
+    const record: StepRecord = {
+      run: this.run,
+      ordinal: this.#ordinal,
+      committed_at: this.now(),
+      usage: null,
+      progress: null,
+      turns: null,
+      action: null,
+      refusal: null,
+      result: null,
+      ...partial,
+      ledger: this.meter.toJSON(),
+    };
+    const phase = nextPhase(this.#phase, `step:${record.phase}`);
+    await commitStep(this.options.store.log, this.runId, record);
+    this.#phase = phase;
+    this.options.onStep?.(record);
+    return record;
+  }
+
+  /** Stage 2's activity: commit `auto_run_started`, a compare-and-swap on the run not existing. */
+  async start(): Promise<void> {
+    await this.commit(
+      {
+        event_id: this.nextEventId(),
+        type: "auto_run_started",
+        run: this.run,
+        committed_at: this.now(),
+        selection: this.#record.selection,
+        budgets: this.#record.budgets,
+      },
+      [{ kind: "stages", record: this.stages }],
+      {},
+      // Run creation is a compare-and-swap: two writers starting one identity, one run.
+      { seq: null },
+    );
+  }
+
+  async terminal(outcome: TerminalOutcome, extra: TransitionRecord[] = []): Promise<void> {
+    const eventId = this.nextEventId();
+    const at = this.now();
+    const terminal = buildTerminalRecord(
+      { run: this.run, counters: this.meter.toJSON().consumed, event_id: eventId, committed_at: at },
+      outcome,
+    );
+    await this.commit(
+      { event_id: eventId, type: "auto_run_terminal", run: this.run, committed_at: at, terminal },
+      [...extra, { kind: "terminal", record: terminal }],
+      { state: terminal.state, terminal_reason: terminal.terminal_reason },
+      // Verified is a compare-and-swap on the run's head: a newer candidate committed by another
+      // writer between the check and this append is never superseded.
+      outcome.kind === "verified" ? { seq: this.#lastRunSeq } : undefined,
+    );
+  }
+
+  provisional(kind: ProvisionalChunk["kind"], text: string, candidateId?: string): void {
+    if (this.stages.result_review !== "gate" || this.options.onProvisional === undefined) return;
+    try {
+      this.options.onProvisional({
+        label: "provisional",
+        user_truth: CANDIDATE_USER_TRUTH,
+        run: this.run,
+        kind,
+        text,
+        ...(candidateId === undefined ? {} : { candidate_id: candidateId }),
+      });
+    } catch {
+      // A notification listener never decides anything.
+    }
+  }
+
+  refusal(check: Extract<BudgetCheck, { admitted: false }>, candidateId: string | null): TerminalOutcome {
+    if (check.reason === "loop_detected") return { kind: "reason", reason: "loop_detected", candidateId };
+    return { kind: "reason", reason: "budget_exhausted", candidateId, limit: check.limit };
+  }
+
+  admitNext(candidateId: string | null): TerminalOutcome | null {
+    for (const check of [this.meter.checkWallTime(), this.meter.checkTokens(), this.meter.admitAction()]) {
+      if (!check.admitted) return this.refusal(check, candidateId);
+    }
+    return null;
+  }
+
+  /** Arm the wall-time deadline: when it passes, the run's signal aborts. */
+  armWallTime(): void {
+    if (!this.meter.isActive("wall_time_s")) return;
+    const timers = this.options.timers ?? SYSTEM_TIMERS;
+    const arm = (): void => {
+      const started = Date.parse(this.meter.toJSON().started_at);
+      const remaining = started + this.#record.budgets.wall_time_s * 1000 - this.#clock.now().getTime();
+      this.#timer = timers.setTimeout(
+        () => {
+          this.#timer = undefined;
+          // A timer may fire a little early against the clock: abort only once the clock agrees.
+          if (this.meter.checkWallTime().admitted) arm();
+          else this.#abort.abort(new Error("wall_time_s"));
+        },
+        Math.max(1, Math.ceil(remaining)),
+      );
+    };
+    arm();
+  }
+
+  /** Disarm the deadline (the run committed its terminal, or stopped). */
+  disarm(): void {
+    if (this.#timer !== undefined) (this.options.timers ?? SYSTEM_TIMERS).clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async orAbort<T>(work: Promise<T>): Promise<T | typeof ABORTED> {
+    if (this.#abort.signal.aborted) return ABORTED;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<typeof ABORTED>((resolve) => {
+      onAbort = () => resolve(ABORTED);
+      this.#abort.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([work, aborted]);
+    } finally {
+      if (onAbort !== undefined) this.#abort.signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
