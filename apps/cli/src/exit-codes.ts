@@ -10,7 +10,7 @@
  * | 64 | `usage` | bad usage or input (EX_USAGE): unknown option, invalid policy or configuration, no host configuration, trusted configuration inside the repository |
  * | 70 | `internal` | internal error (EX_SOFTWARE) |
  * | 74 | `storeDamaged` | the evidence store is damaged or could not be written (EX_IOERR): `ASP_EVIDENCE_STORE_CORRUPT` (its log does not reach the anchored head, a file is damaged or missing), `ASP_EVIDENCE_CHAIN_BROKEN`, `ASP_EVIDENCE_INTEGRITY`, `ASP_EVIDENCE_WRITE_FAILED` (disk full); nothing was decided or appended; `store check` found fatal damage; `ASP_APPLY_JOURNAL_DAMAGED` (the staged-apply journal cannot be recovered: recorded, nothing decided; `asp edit discard-journal DIR` as printed). See docs/store.md |
- * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid), or a PostgreSQL store could not be reached (`ASP_PGSTORE_UNAVAILABLE`): try again |
+ * | 75 | `storeBusy` | another process held the evidence store for longer than `--wait` (EX_TEMPFAIL, `ASP_EVIDENCE_STORE_LOCKED`, naming its pid), or a PostgreSQL store could not be reached (`ASP_PGSTORE_UNAVAILABLE`), or another host moved the repository's trusted base while this gate ran (`ASP_THS_TRUSTED_BASE_MOVED`: nothing recorded): try again |
  */
 export const EXIT = Object.freeze({
   ok: 0,
@@ -34,6 +34,9 @@ export const EXIT_OF_CODE: Readonly<Record<string, ExitCode>> = Object.freeze({
   ASP_APPLY_JOURNAL_DAMAGED: EXIT.storeDamaged,
   ASP_EVIDENCE_STORE_LOCKED: EXIT.storeBusy,
   ASP_PGSTORE_UNAVAILABLE: EXIT.storeBusy,
+  // Another host on a shared store recorded a gate allow while this one ran: nothing was
+  // recorded and no decision returned; the same gate run again decides against the new base.
+  ASP_THS_TRUSTED_BASE_MOVED: EXIT.storeBusy,
 });
 
 /** One of the {@link EXIT} codes. */
@@ -49,5 +52,5 @@ export const EXIT_HELP = [
   "  64  bad usage or input (no host configuration, trusted configuration inside the repository, invalid file)",
   "  70  internal error",
   "  74  the evidence store is damaged or could not be written: nothing was decided (asp store check)",
-  "  75  the evidence store was held by another process for longer than --wait, or its database was unreachable",
+  "  75  try again: the evidence store was held by another process for longer than --wait, its database was unreachable, or another host moved the trusted base during the gate",
 ].join("\n");
