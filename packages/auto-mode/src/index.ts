@@ -76,7 +76,14 @@ export { CHANGES_REF } from "./modules/candidate.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./projection.js";
 export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
-export { attemptOutcomeOfError, isEligibleReviewer, parseVerdict, runAttempt, selectReviewer } from "./review.js";
+export {
+  answerTokens,
+  attemptOutcomeOfError,
+  isEligibleReviewer,
+  parseVerdict,
+  runAttempt,
+  selectReviewer,
+} from "./review.js";
 export type {
   AutoRunner,
   AutoRunnerOptions,

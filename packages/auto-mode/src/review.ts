@@ -112,10 +112,24 @@ export function attemptOutcomeOfError(error: unknown): FailedOutcome {
   return REPORTED.find((o) => o === reported) ?? "provider_failed";
 }
 
-/** The result of one bounded attempt. */
-export type AttemptResult =
+/**
+ * The result of one bounded attempt. `tokens`: what the answer says it cost (input + output, as
+ * the Reviewer's model endpoint reported them), 0 when it said nothing or there was no answer.
+ */
+export type AttemptResult = (
   | { readonly outcome: "verdict"; readonly verdict: ParsedVerdict }
-  | { readonly outcome: Exclude<AttemptOutcome, "verdict">; readonly missing_coverage: ReadonlyArray<string> };
+  | { readonly outcome: Exclude<AttemptOutcome, "verdict">; readonly missing_coverage: ReadonlyArray<string> }
+) & { readonly tokens?: number };
+
+/** The tokens a Reviewer's answer reports (`usage`), or 0 when it reports none well-formed. Pure, total. */
+export function answerTokens(answer: unknown): number {
+  const usage = (answer as { usage?: { input_tokens?: unknown; output_tokens?: unknown } } | null)?.usage;
+  const input = usage?.input_tokens;
+  const output = usage?.output_tokens;
+  if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output)) return 0;
+  if ((input as number) < 0 || (output as number) < 0) return 0;
+  return (input as number) + (output as number);
+}
 
 /**
  * Run one attempt against a Reviewer: the evidence adapter first (missing coverage: no inference),
@@ -161,7 +175,10 @@ export async function runAttempt(
       return { outcome: "timeout", missing_coverage: [] };
     }
     const verdict = parseVerdict(answer, snapshot);
-    return verdict === null ? { outcome: "unparseable", missing_coverage: [] } : { outcome: "verdict", verdict };
+    const tokens = answerTokens(answer);
+    return verdict === null
+      ? { outcome: "unparseable", missing_coverage: [], tokens }
+      : { outcome: "verdict", verdict, tokens };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
   }

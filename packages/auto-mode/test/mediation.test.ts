@@ -137,6 +137,62 @@ describe("Auto Mode I: budgets bound a run (wall time, tokens, engine turns)", (
     expect(projection.problems).toEqual([]);
   });
 
+  it("AM.budgets.5 AM.budgets.6: a Reviewer's answer spends its reported tokens from the extra budget; spent, no retry is admitted: budget_exhausted(extra_token_multiplier)", async () => {
+    const engine = () =>
+      engineOf(async function* () {
+        yield { kind: "turn", usage: { input_tokens: 90, output_tokens: 10 } };
+        yield completion();
+      });
+    let calls = 0;
+    const reviewer = (answer: (call: number) => unknown): ReviewerPort => ({
+      identity: { actor_id: "reviewer-tokens", session_id: "rs-tokens", fingerprint: "model-b;cfg-1" },
+      verifier: {
+        verify: async () => {
+          calls += 1;
+          return answer(calls) as never;
+        },
+      },
+    });
+    // A pass that cost 40 tokens: Verified, the 40 in the committed ledger.
+    const paid = await runWith(engine(), {
+      reviewers: [
+        reviewer(() => ({
+          kind: "review",
+          verdict: "pass",
+          findings: [],
+          usage: { input_tokens: 30, output_tokens: 10 },
+        })),
+      ],
+    });
+    expect(paid.projection.state).toBe("verified");
+    expect(paid.projection.ledger?.consumed.extra_tokens).toBe(40);
+    // An inadmissible answer that cost 160 tokens (over 1.5 x 100): the retry is never admitted.
+    calls = 0;
+    const spent = await runWith(engine(), {
+      reviewers: [
+        reviewer(() => ({
+          kind: "review",
+          verdict: "maybe",
+          findings: [],
+          usage: { input_tokens: 150, output_tokens: 10 },
+        })),
+      ],
+    });
+    expect(calls).toBe(1);
+    expect(spent.projection.terminal_reason).toBe("budget_exhausted");
+    expect(spent.projection.terminal?.exhausted_limit).toBe("extra_token_multiplier");
+    expect(spent.projection.label).toBe("Paused · Budget exhausted · extra_token_multiplier");
+    expect(spent.projection.review_runs[0]?.attempts.map((a) => a.outcome)).toEqual(["unparseable"]);
+    expect(spent.projection.problems).toEqual([]);
+    // The same answer reporting no usage is retried (nothing says the budget is spent).
+    calls = 0;
+    const silent = await runWith(engine(), {
+      reviewers: [reviewer(() => ({ kind: "review", verdict: "maybe", findings: [] }))],
+    });
+    expect(calls).toBe(2);
+    expect(silent.projection.state).toBe("review_unavailable");
+  });
+
   it("AM.terminals.3: a budget_exhausted terminal the committed ledger does not prove projects the safety boundary", async () => {
     const time = manualTime();
     const engine = engineOf(async function* () {

@@ -83,6 +83,11 @@ export interface ReviewResponse {
   readonly kind: "review";
   readonly verdict: ReviewVerdict;
   readonly findings: readonly ReviewFinding[];
+  /**
+   * The tokens this answer cost, as the model endpoint reported them. Auto Mode spends them from
+   * the run's extra-token budget (ADR 0009: review is one of the later turns the 1.5x bounds).
+   */
+  readonly usage?: EngineUsage;
 }
 
 /** A Guardian's answer (the host binds it to the action digest and records it). */

@@ -19,6 +19,6 @@ export { OPTIONS_SCHEMA, resolveOptions } from "./options.js";
 export { openAIReviewerPlugin, PLUGIN_ID } from "./plugin.js";
 export type { ContentPort, ReviewSubject } from "./prompt.js";
 export { PROMPT_LIMITS, PROMPT_VERSION } from "./prompt.js";
-export { VERDICT_SCHEMA } from "./reply.js";
+export { usageOf, VERDICT_SCHEMA } from "./reply.js";
 export type { OpenAIReviewerParams } from "./reviewer.js";
 export { createOpenAIReviewer } from "./reviewer.js";

@@ -1,4 +1,4 @@
-import type { ReviewFinding, ReviewResponse } from "@asp/contracts";
+import type { EngineUsage, ReviewFinding, ReviewResponse } from "@asp/contracts";
 import { FINDING_SEVERITIES } from "@asp/contracts";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { OpenAIReviewerError } from "./errors.js";
@@ -79,6 +79,22 @@ export function contentOf(body: unknown): string {
   if (first.finish_reason === "length") throw malformed("cut off at the token limit");
   if (typeof message?.content !== "string") throw malformed("no choices[0].message.content string");
   return message.content;
+}
+
+const tokenCount = (v: unknown): number | null =>
+  Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 1_000_000_000 ? (v as number) : null;
+
+/**
+ * The tokens a chat-completions body says the call cost (`usage.prompt_tokens`,
+ * `usage.completion_tokens`), or null when it says nothing well-formed. The host spends them from
+ * an Auto Run's extra-token budget. Pure, total.
+ */
+export function usageOf(body: unknown): EngineUsage | null {
+  const usage = (body as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null)?.usage;
+  if (typeof usage !== "object" || usage === null) return null;
+  const input = tokenCount(usage.prompt_tokens);
+  const output = tokenCount(usage.completion_tokens);
+  return input === null || output === null ? null : { input_tokens: input, output_tokens: output };
 }
 
 /**

@@ -3,7 +3,7 @@ import { postChat } from "./client.js";
 import { OpenAIReviewerError } from "./errors.js";
 import { type OpenAIReviewerOptions, resolveOptions } from "./options.js";
 import { buildMessages, type ContentPort, checkSubject, verdictRequestSchema } from "./prompt.js";
-import { contentOf, reviewResponseOf } from "./reply.js";
+import { contentOf, reviewResponseOf, usageOf } from "./reply.js";
 
 /** What {@link createOpenAIReviewer} needs: its trusted options and its ports. */
 export interface OpenAIReviewerParams {
@@ -80,7 +80,10 @@ export function createOpenAIReviewer(params: OpenAIReviewerParams): Verifier {
           },
         },
       });
-      return reviewResponseOf(contentOf(body), [key]);
+      const answer = reviewResponseOf(contentOf(body), [key]);
+      // What the call cost, as the endpoint reported it: the host meters it (never trusted for more).
+      const usage = usageOf(body);
+      return usage === null ? answer : { ...answer, usage };
     },
   };
 }

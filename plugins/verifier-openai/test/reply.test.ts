@@ -26,6 +26,22 @@ const verdict = fc.record(
   { requiredKeys: [] },
 );
 
+/** Verdicts the schema accepts: without them the accepting branch is rare enough to be missed (a flaky test). */
+const valid = fc.record({
+  verdict: fc.constantFrom("pass", "issues"),
+  findings: fc.array(
+    fc.record({
+      severity: fc.constantFrom("critical", "major", "minor", "info"),
+      category: fc.constantFrom("correctness", "unsupported_claim"),
+      title: fc.string({ minLength: 1, maxLength: 20 }),
+      claim: fc.string({ minLength: 1, maxLength: 20 }),
+      evidence_refs: fc.array(fc.constantFrom("payload", "notes"), { maxLength: 2 }),
+    }),
+    { maxLength: 3 },
+  ),
+  rationale: fc.string({ maxLength: 20 }),
+});
+
 /** The outcome of parsing `content`: the answer, or the code of a coded error. */
 function outcome(parse: () => unknown): unknown {
   try {
@@ -44,6 +60,7 @@ describe("reply parsing (invariant 10)", () => {
         fc.oneof(
           fc.string(),
           verdict.map((v) => JSON.stringify(v)),
+          valid.map((v) => JSON.stringify(v)),
           fc.json(),
         ),
         (content) => {

@@ -1,7 +1,7 @@
 // The Reviewer against a real loopback HTTP server speaking the chat-completions API: every
 // answer the server can give is either a validated verdict or a coded error, never a pass.
-import { isEligibleReviewer, parseVerdict, type ReviewerPort, runAttempt } from "@asp/auto-mode";
-import type { EvidenceSnapshot } from "@asp/contracts";
+import { answerTokens, isEligibleReviewer, parseVerdict, type ReviewerPort, runAttempt } from "@asp/auto-mode";
+import { type EvidenceSnapshot, validate } from "@asp/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { OpenAIReviewerError } from "../src/errors.js";
 import { openAIReviewerFingerprint, openAIReviewerIdentity } from "../src/identity.js";
@@ -112,6 +112,28 @@ describe("verifier-openai Reviewer", () => {
       const parsed = parseVerdict(answer, snapshotOf());
       expect(parsed?.verdict).toBe("issues");
       expect(parsed?.findings[0]?.evidence_refs).toEqual(["artifact:result.csv", "payload"]);
+    });
+
+    it("AM.budgets.6: the usage the endpoint reports goes with the answer (the host spends it from the extra-token budget), and a malformed one is left out", async () => {
+      const body = completionBody(JSON.stringify(pass())) as Record<string, unknown>;
+      server.answer(
+        raw(
+          200,
+          JSON.stringify({ ...body, usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 } }),
+        ),
+      );
+      const answer = await review();
+      expect(answer).toEqual({
+        kind: "review",
+        verdict: "pass",
+        findings: [],
+        usage: { input_tokens: 1200, output_tokens: 34 },
+      });
+      // The answer with its usage still passes the host's closed verify-response schema.
+      expect(validate("plugin-verify-response", answer).ok).toBe(true);
+      expect(answerTokens(answer)).toBe(1234);
+      server.answer(raw(200, JSON.stringify({ ...body, usage: { prompt_tokens: -1, completion_tokens: "many" } })));
+      expect(await review()).toEqual({ kind: "review", verdict: "pass", findings: [] });
     });
 
     it("temperature is not sent unless configured", async () => {

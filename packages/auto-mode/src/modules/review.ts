@@ -151,6 +151,11 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
     const result: AttemptResult = raced === ABORTED ? { outcome: "timeout", missing_coverage: [] } : raced;
     // A reply under a drifted identity binding is an integrity failure, never a verdict.
     if (!same(selected.identity, frozen)) return boundary;
+    // Review is one of the later turns the extra-token budget bounds (ADR 0009): what the answer
+    // cost is spent now, committed with the attempt's completion, and checked before a retry (a
+    // spent budget then ends the run budget_exhausted; after the last attempt the review terminal
+    // the attempts give stands).
+    ctx.meter.recordTurnTokens(result.tokens ?? 0, "extra");
     const completedAt = ctx.now();
     findings = result.outcome === "verdict" ? findingsOf(reviewRunId, result) : [];
     const outcome: AttemptOutcome = result.outcome;

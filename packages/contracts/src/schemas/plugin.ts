@@ -31,6 +31,19 @@ const ReviewResponse = Type.Object(
       ),
       { maxItems: 1_000 },
     ),
+    /**
+     * The tokens the answer cost, as the model endpoint reported them: Auto Mode meters them
+     * against the run's extra-token budget (a Reviewer that cannot say reports nothing).
+     */
+    usage: Type.Optional(
+      Type.Object(
+        {
+          input_tokens: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }),
+          output_tokens: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }),
+        },
+        Closed,
+      ),
+    ),
   },
   Closed,
 );
