@@ -189,7 +189,8 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         // A required record did not commit, or anything else failed after the run started: the
         // safety boundary, if even that can commit; a run never stays without its terminal.
         try {
-          await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null });
+          // Unconditional: when another writer moved the run's head, this is how the run still ends.
+          await driver.terminal({ kind: "reason", reason: "safety_boundary", candidateId: null }, [], "unconditional");
         } catch {
           throw error;
         }

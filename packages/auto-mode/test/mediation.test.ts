@@ -21,6 +21,7 @@ import {
   type ReviewerPort,
   readRunFacts,
   runIdOf,
+  runStateKey,
 } from "../src/index.js";
 import {
   allowAll,
@@ -539,6 +540,48 @@ describe("Auto Mode I: compare-and-swap on the run's head (conditional append)",
           f.kind === "auto.candidate" &&
           (f.record as { body: { review_status: string } }).body.review_status === "verified",
       ),
+    ).toBe(false);
+  });
+
+  it("AM.states.3: a newer run record another writer commits while the Reviewer answers is never written over, and the reviewed candidate is not Verified", async () => {
+    const t = await setup();
+    const key = runStateKey(runIdOf(RUN));
+    // Before, only the Verified terminal was a compare-and-swap: the attempt's completion landed on
+    // top of the other writer's record and became the head the promotion then checked.
+    const reviewer: ReviewerPort = {
+      identity: { actor_id: "reviewer-race", session_id: "rs-race", fingerprint: "model-b;cfg-1" },
+      verifier: {
+        verify: async () => {
+          const head = await t.store.log.latest(key);
+          const r = head?.record as { event_id: string; body: { generation: number } };
+          await t.store.log.append([
+            {
+              kind: "auto.run",
+              record: { event_id: "event:other-writer", body: { ...r.body, generation: r.body.generation + 1 } },
+              index: [{ name: "auto.run_id", value: runIdOf(RUN) }],
+              state: [key],
+            },
+          ]);
+          return { kind: "review", verdict: "pass", findings: [] };
+        },
+      },
+    };
+    const engine = engineOf(async function* () {
+      yield completion();
+    });
+    const projection = await createAutoRunner({
+      store: t.store,
+      engine,
+      reviewers: [reviewer],
+      flags: createStageFlags([S2, S4]),
+    }).run({ run: RUN, selection: REVIEW_ONLY });
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    const facts = await readRunFacts(t.store.log, runIdOf(RUN));
+    // The other writer's record is still there, after it only the unconditional safety boundary.
+    const runs = facts.filter((f) => f.kind === "auto.run").map((f) => (f.record as { event_id: string }).event_id);
+    expect(runs.indexOf("event:other-writer")).toBe(runs.length - 2);
+    expect(
+      facts.some((f) => f.kind === "auto.event" && (f.record as { type: string }).type === "auto_audit_completed"),
     ).toBe(false);
   });
 

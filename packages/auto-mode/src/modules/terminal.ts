@@ -163,7 +163,12 @@ export async function promote(ctx: RunContext, candidate: Candidate): Promise<vo
     await ctx.terminal({ kind: "verified", candidate }, [{ kind: "candidate", record: promoted }]);
   } catch (error) {
     if ((error as { code?: unknown }).code !== "ASP_EVIDENCE_CONDITION_FAILED") throw error;
-    await ctx.terminal({ kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id });
+    // The run moved on under another writer: the reviewed candidate is not Verified.
+    await ctx.terminal(
+      { kind: "reason", reason: "safety_boundary", candidateId: candidate.candidate_id },
+      [],
+      "unconditional",
+    );
   }
 }
 

@@ -62,21 +62,26 @@ export interface RunContext {
   /** The next action's ordinal (1, 2, …). */
   nextActionOrdinal(): number;
   /**
-   * Commit one transition (records + run record + ledger + event), then notify. `cas`: only if the
-   * run's state key still has the given head (`null`: the run does not exist).
+   * Commit one transition (records + run record + ledger + event), then notify. Only if the run's
+   * state key still has `cas.seq` as its head (default: this writer's last run record; `null`: the
+   * run does not exist), or `"unconditional"`.
    *
    * @throws AutoModeError `ASP_AUTO_MODE_ILLEGAL_TRANSITION` when the run machine has no such row.
+   * @throws EvidenceError `ASP_EVIDENCE_CONDITION_FAILED` when another writer moved the run's head.
    */
   commit(
     event: AutoEvent,
     records: TransitionRecord[],
     next?: Partial<AutoRun>,
-    cas?: { readonly seq: number | null },
+    cas?: { readonly seq: number | null } | "unconditional",
   ): Promise<void>;
   /** Commit one mediated step with the ledger as it stands (checked against the run machine first). */
   step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord>;
-  /** Commit the terminal the outcome names. */
-  terminal(outcome: TerminalOutcome, extra?: TransitionRecord[]): Promise<void>;
+  /**
+   * Commit the terminal the outcome names, on this writer's head (`"unconditional"`: the safety
+   * boundary once the head was lost, so the run still ends).
+   */
+  terminal(outcome: TerminalOutcome, extra?: TransitionRecord[], cas?: "head" | "unconditional"): Promise<void>;
   /** Wait for `work`, unless the run's signal aborts first (an Engine that ignores it never holds the run). */
   orAbort<T>(work: Promise<T>): Promise<T | typeof ABORTED>;
   /** The admission of the next autonomous step (wall time, tokens, the open circuit); null when admitted. */

@@ -123,16 +123,19 @@ export class RunDriver implements RunContext {
     event: AutoEvent,
     records: TransitionRecord[],
     next: Partial<AutoRun> = {},
-    cas?: { readonly seq: number | null },
+    cas: { readonly seq: number | null } | "unconditional" = { seq: this.#lastRunSeq },
   ): Promise<void> {
     const record = { ...this.#record, ...next, updated_at: event.committed_at as string } as AutoRun;
     // Every commit is a row of the run machine, checked before anything is written.
     const phase = nextPhase(this.#phase, event.type as MachineInput);
+    // And a compare-and-swap on the run's head: this writer's last run record must still be the
+    // head, so nothing another writer committed (a newer candidate) is ever written over, and a
+    // review of a candidate that is no longer the latest can never become Verified.
     const entries = await commitTransition(
       this.options.store.log,
       this.runId,
       { event, records: [...records, { kind: "run", record }, { kind: "ledger", record: this.meter.toJSON() }] },
-      cas === undefined ? {} : { expect: [{ key: runStateKey(this.runId), seq: cas.seq }] },
+      cas === "unconditional" ? {} : { expect: [{ key: runStateKey(this.runId), seq: cas.seq }] },
     );
     this.#lastRunSeq = entries.find((e) => e.kind === "auto.run")?.seq ?? this.#lastRunSeq;
     this.#phase = phase;
@@ -180,7 +183,11 @@ export class RunDriver implements RunContext {
     );
   }
 
-  async terminal(outcome: TerminalOutcome, extra: TransitionRecord[] = []): Promise<void> {
+  async terminal(
+    outcome: TerminalOutcome,
+    extra: TransitionRecord[] = [],
+    cas: "head" | "unconditional" = "head",
+  ): Promise<void> {
     const eventId = this.nextEventId();
     const at = this.now();
     const terminal = buildTerminalRecord(
@@ -191,9 +198,10 @@ export class RunDriver implements RunContext {
       { event_id: eventId, type: "auto_run_terminal", run: this.run, committed_at: at, terminal },
       [...extra, { kind: "terminal", record: terminal }],
       { state: terminal.state, terminal_reason: terminal.terminal_reason },
-      // Verified is a compare-and-swap on the run's head: a newer candidate committed by another
-      // writer between the check and this append is never superseded.
-      outcome.kind === "verified" ? { seq: this.#lastRunSeq } : undefined,
+      // Like every transition, on this writer's head (Verified: a newer candidate committed by
+      // another writer between the check and this append is never superseded). Only the last
+      // resort, the safety boundary after the head was lost, is written unconditionally.
+      cas === "head" ? { seq: this.#lastRunSeq } : "unconditional",
     );
   }
 
