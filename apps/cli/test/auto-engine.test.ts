@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -5,7 +6,7 @@ import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { afterEach, describe, expect, it } from "vitest";
 import { autoModeCopy } from "./example-copy.js";
-import { REPO_ROOT, runBinaryAsync } from "./helpers.js";
+import { BIN, REPO_ROOT, runBinaryAsync } from "./helpers.js";
 
 // `asp auto run --engine openai`: the signed engine-openai plugin drives a scripted loopback
 // chat-completions server; every tool call the "model" makes is a proposal the host classifies under
@@ -117,21 +118,22 @@ function setup(baseUrl: string, budgets: Record<string, number> = {}): { repo: s
   return copy;
 }
 
-const run = (config: string, repo: string, task: string) =>
-  asp([
-    "auto",
-    "run",
-    "--engine",
-    "openai",
-    "--task",
-    task,
-    "--reviewer",
-    "host-checks",
-    "--json",
-    "--config",
-    config,
-    repo,
-  ]);
+/** `asp auto run --engine openai --reviewer host-checks --json` on REPO. */
+const runArgs = (config: string, repo: string, task: string): string[] => [
+  "auto",
+  "run",
+  "--engine",
+  "openai",
+  "--task",
+  task,
+  "--reviewer",
+  "host-checks",
+  "--json",
+  "--config",
+  config,
+  repo,
+];
+const run = (config: string, repo: string, task: string) => asp(runArgs(config, repo, task));
 
 describe("asp auto run --engine openai against a scripted loopback model (issue 25)", { timeout: 180_000 }, () => {
   it("AM.invariants.6 AM.states.3: (a) the model reads a file, edits it through the host and completes: candidate, review, Verified; actions, audits and ledger in --json", async () => {
@@ -208,6 +210,34 @@ describe("asp auto run --engine openai against a scripted loopback model (issue 
     // Reported, not asserted (a loaded machine is slower): the deadline, start-up, and the terminal.
     console.log(`wall_time_s=5: the run ended after ${((Date.now() - started) / 1000).toFixed(1)} s`);
   });
+
+  it.each(["SIGINT", "SIGTERM"] as const)(
+    "AM.terminals.3: %s while the model streams is the user's Stop: the run commits user_cancelled and the process exits",
+    async (signal) => {
+      const { url, requests } = await modelServer(["stream-forever"]);
+      const { repo, config } = setup(url);
+      const child = spawn(process.execPath, [BIN, ...runArgs(config, repo, "Think forever")], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH ?? "", ASP_TEST_ENGINE_KEY: KEY },
+      });
+      let stdout = "";
+      child.stdout.on("data", (b: Buffer) => {
+        stdout += b.toString("utf8");
+      });
+      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+      // Wait for the model's request (an event, not a time), then press Stop.
+      while (requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+      child.kill(signal);
+      const code = await closed;
+      const p = JSON.parse(stdout) as AutoRunProjection;
+      expect(p.terminal_reason).toBe("user_cancelled");
+      expect(p.problems).toEqual([]);
+      expect(code).toBe(2);
+      // Committed: the store shows the same terminal.
+      const shown = await asp(["auto", "show", p.runId, "--json", "--config", config]);
+      expect((JSON.parse(shown.stdout) as AutoRunProjection).terminal_reason).toBe("user_cancelled");
+    },
+  );
 
   it.each([
     [

@@ -103,6 +103,12 @@ export interface AutoRunParams {
   readonly independencePolicy?: IndependencePolicy;
   /** What the agent is asked to do (passed to the Engine). */
   readonly task?: string;
+  /**
+   * The user's Stop/Cancel, through the host (e.g. the CLI's SIGINT): once it aborts, nothing more
+   * is admitted, the Engine's signal aborts, and the run ends `user_cancelled`. Only this ends a
+   * run `user_cancelled`: an Engine's own `cancelled` step is an Agent failure (ADR 0009 §9).
+   */
+  readonly cancel?: AbortSignal;
 }
 
 /** Runs Auto Runs to a committed state and returns their projection. */
@@ -182,7 +188,7 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         }
         throw error;
       }
-      driver.armWallTime();
+      driver.arm();
       try {
         await drive(driver);
       } catch (error) {

@@ -490,6 +490,67 @@ describe("Auto Mode I: identity and truth fixes", () => {
   });
 });
 
+describe("Auto Mode I: the user's Stop/Cancel comes through the host", () => {
+  it("AM.terminals.3: the host's cancel aborts an Engine that never stops and ends the run user_cancelled; nothing more is admitted", async () => {
+    const cancel = new AbortController();
+    let yielded = 0;
+    let sawAbort = false;
+    const engine: Engine = {
+      actor: PRODUCER,
+      run(params) {
+        params.signal.addEventListener("abort", () => {
+          sawAbort = true;
+        });
+        return (async function* (): AsyncGenerator<EngineStep, void, ActionResult | undefined> {
+          for (;;) {
+            yielded += 1;
+            if (yielded === 3) cancel.abort(); // the user presses Stop while it streams
+            yield { kind: "prose", text: "still going " };
+            await new Promise((r) => setImmediate(r));
+          }
+        })();
+      },
+    };
+    const t = await setup();
+    const projection = await createAutoRunner({
+      store: t.store,
+      engine,
+      reviewers: [fakeReviewer("fake-pass")],
+      flags: createStageFlags([S2, S4]),
+    }).run({ run: RUN, selection: REVIEW_ONLY, cancel: cancel.signal });
+    expect(projection.terminal_reason).toBe("user_cancelled");
+    expect(projection.problems).toEqual([]);
+    expect(sawAbort).toBe(true);
+    expect(yielded).toBeLessThanOrEqual(4);
+  });
+
+  it("AM.terminals.3: a cancel while the Reviewer answers ends user_cancelled, never Verified", async () => {
+    const cancel = new AbortController();
+    const reviewer: ReviewerPort = {
+      identity: { actor_id: "reviewer-slow", session_id: "rs-slow", fingerprint: "model-b;cfg-1" },
+      verifier: {
+        verify: () => {
+          cancel.abort();
+          return new Promise(() => undefined); // never answers
+        },
+      },
+    };
+    const t = await setup();
+    const projection = await createAutoRunner({
+      store: t.store,
+      engine: engineOf(async function* () {
+        yield completion();
+      }),
+      reviewers: [reviewer],
+      flags: createStageFlags([S2, S4]),
+    }).run({ run: RUN, selection: REVIEW_ONLY, cancel: cancel.signal });
+    expect(projection.terminal_reason).toBe("user_cancelled");
+    expect(projection.state).toBeNull();
+    expect(projection.candidate?.review_status).toBe("unverified");
+    expect(projection.problems).toEqual([]);
+  });
+});
+
 describe("Auto Mode I: compare-and-swap on the run's head (conditional append)", () => {
   it("AM.states.3: a newer candidate committed by another writer between the promotion check and the append is never superseded by Verified", async () => {
     const t = await setup();

@@ -204,7 +204,12 @@ describe("createAutoRunner", () => {
       ["prose only", [{ kind: "prose", text: "Done! Verified." }], "agent_failed"],
       // A tool that already ran outside the host is an unmediated action (ADR 0009).
       ["a tool result", [{ kind: "tool_result", tool: "r", output: "ok" } as unknown as EngineStep], "safety_boundary"],
-      ["cancellation", [{ kind: "prose", text: "x" }, { kind: "cancelled" }, completion()], "user_cancelled"],
+      // Only the user cancels, through the host: an Engine's own "cancelled" is its stop (ADR 0009 §9).
+      [
+        "an Engine's claimed cancellation",
+        [{ kind: "prose", text: "x" }, { kind: "cancelled" }, completion()],
+        "agent_failed",
+      ],
       // The Engine's own turn limit is a turn budget: budget_exhausted naming engine_turns (ADR 0009).
       ["max-turn exhaustion", [{ kind: "max_turns", turns: 12 }, completion()], "budget_exhausted"],
       ["an empty completion", [{ kind: "completion", payload: "", artifacts: [], evidence: [] }], "agent_failed"],

@@ -39,6 +39,7 @@ import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { requireHostConfig } from "../host-config.js";
+import { onInterrupt } from "../interrupt.js";
 import { inert as t } from "../terminal.js";
 import { CONFIG_OPTION_HELP, readHostConfig, withComposedHost } from "./host.js";
 import { openForReading, WAIT_OPTION_HELP } from "./store.js";
@@ -478,17 +479,24 @@ async function runIn(
       ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
       permissions: hostPermissions(host),
     });
-    const projection = await runner.run({
-      task: o.task,
-      run: {
-        root_frame_id: "cli",
-        branch_id: digestBytes(utf8.encode(repo)),
-        turn_id: `turn-${randomUUID()}`,
-        execution_id: `exec-${randomUUID()}`,
-      },
-      selection: resolved.selection.selection,
-      budgets: resolved.budgets.values,
-    });
+    // The user's Stop/Cancel: the first SIGINT (Ctrl-C) or SIGTERM ends the run user_cancelled,
+    // committed, instead of killing the process mid-transition (a second one exits at once).
+    const cancel = new AbortController();
+    const release = onInterrupt(() => cancel.abort());
+    const projection = await runner
+      .run({
+        task: o.task,
+        cancel: cancel.signal,
+        run: {
+          root_frame_id: "cli",
+          branch_id: digestBytes(utf8.encode(repo)),
+          turn_id: `turn-${randomUUID()}`,
+          execution_id: `exec-${randomUUID()}`,
+        },
+        selection: resolved.selection.selection,
+        budgets: resolved.budgets.values,
+      })
+      .finally(release);
     ctx.print(renderProjection(projection), projection);
     ctx.setExit(autoExitCode(projection));
   }

@@ -102,7 +102,9 @@ export async function driveEngine(ctx: RunContext): Promise<Completion | Termina
           break;
         }
         case "cancelled":
-          return { kind: "reason", reason: "user_cancelled", candidateId: null };
+          // Only the user cancels, through the host: an Engine's claim that it was cancelled is
+          // its own stop, an Agent failure (ADR 0009 §9), unless the host's cancel did abort it.
+          return ctx.admitNext(null) ?? failed;
         case "max_turns": {
           // The Engine's own turn limit is a turn budget: budget_exhausted naming it (ADR 0009).
           const turns = (step as { turns?: unknown }).turns as number;

@@ -57,6 +57,8 @@ export interface RunContext {
   /** Aborts when the wall time is spent; passed to the Engine and to commands. */
   readonly signal: AbortSignal;
   readonly task: string;
+  /** Whether the user's Stop/Cancel (`AutoRunParams.cancel`) aborted. */
+  readonly cancelled: boolean;
   now(): string;
   nextEventId(): string;
   /** The next action's ordinal (1, 2, …). */
@@ -84,7 +86,10 @@ export interface RunContext {
   terminal(outcome: TerminalOutcome, extra?: TransitionRecord[], cas?: "head" | "unconditional"): Promise<void>;
   /** Wait for `work`, unless the run's signal aborts first (an Engine that ignores it never holds the run). */
   orAbort<T>(work: Promise<T>): Promise<T | typeof ABORTED>;
-  /** The admission of the next autonomous step (wall time, tokens, the open circuit); null when admitted. */
+  /**
+   * The admission of the next autonomous step (the user's cancel, wall time, tokens, the open
+   * circuit); null when admitted.
+   */
   admitNext(candidateId: string | null): TerminalOutcome | null;
   /** The outcome a refused budget check gives. */
   refusal(check: Extract<BudgetCheck, { admitted: false }>, candidateId: string | null): TerminalOutcome;

@@ -49,6 +49,8 @@ export class RunDriver implements RunContext {
   #actions = 0;
   #lastRunSeq: number | null = null;
   #phase: RunPhase = "absent";
+  #cancel: AbortSignal | undefined;
+  #onCancel: (() => void) | undefined;
 
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
     this.options = o;
@@ -60,6 +62,7 @@ export class RunDriver implements RunContext {
     this.runId = runId;
     this.#hex = runId.slice(7);
     this.producer = { ...o.engine.actor };
+    this.#cancel = params.cancel;
     const budgets = params.budgets ?? DEFAULT_BUDGETS;
     this.meter = createBudgetMeter({
       run,
@@ -103,6 +106,10 @@ export class RunDriver implements RunContext {
 
   get signal(): AbortSignal {
     return this.#abort.signal;
+  }
+
+  get cancelled(): boolean {
+    return this.#cancel?.aborted === true;
   }
 
   now(): string {
@@ -227,14 +234,26 @@ export class RunDriver implements RunContext {
   }
 
   admitNext(candidateId: string | null): TerminalOutcome | null {
+    // The user's Stop/Cancel comes first: nothing more is admitted once it aborted.
+    if (this.cancelled) return { kind: "reason", reason: "user_cancelled", candidateId };
     for (const check of [this.meter.checkWallTime(), this.meter.checkTokens(), this.meter.admitAction()]) {
       if (!check.admitted) return this.refusal(check, candidateId);
     }
     return null;
   }
 
-  /** Arm the wall-time deadline: when it passes, the run's signal aborts. */
-  armWallTime(): void {
+  /** Arm the user's cancel and the wall-time deadline: when either fires, the run's signal aborts. */
+  arm(): void {
+    const cancel = this.#cancel;
+    if (cancel !== undefined) {
+      this.#onCancel = () => this.#abort.abort(new Error("user_cancelled"));
+      if (cancel.aborted) this.#onCancel();
+      else cancel.addEventListener("abort", this.#onCancel, { once: true });
+    }
+    this.#armWallTime();
+  }
+
+  #armWallTime(): void {
     if (!this.meter.isActive("wall_time_s")) return;
     const timers = this.options.timers ?? SYSTEM_TIMERS;
     const arm = (): void => {
@@ -253,8 +272,10 @@ export class RunDriver implements RunContext {
     arm();
   }
 
-  /** Disarm the deadline (the run committed its terminal, or stopped). */
+  /** Disarm the deadline and the cancel listener (the run committed its terminal, or stopped). */
   disarm(): void {
+    if (this.#onCancel !== undefined) this.#cancel?.removeEventListener("abort", this.#onCancel);
+    this.#onCancel = undefined;
     if (this.#timer !== undefined) (this.options.timers ?? SYSTEM_TIMERS).clearTimeout(this.#timer);
     this.#timer = undefined;
   }
