@@ -1,6 +1,7 @@
 // The maintained catalogue: secretlint's recommended preset on @secretlint/core, imported
 // statically so the plugin bundle carries it (no rule is resolved by name at run time).
 import { lintSource } from "@secretlint/core";
+import { secretLintProfiler } from "@secretlint/profiler";
 import { creator as recommendedPreset } from "@secretlint/secretlint-rule-preset-recommend";
 import type { SecretLintCoreConfigRule } from "@secretlint/types";
 
@@ -16,6 +17,14 @@ export interface CatalogueHit {
 }
 
 const PREFIX = "@secretlint/secretlint-rule-";
+
+// @secretlint/core 12 marks a performance entry for every rule of every file, and its profiler
+// keeps each one and scans all it kept on every end mark: the cost of a file grows with the files
+// scanned before it (in one scan worker, 500 small files took 12 s, 1,000 over 60 s; issue 26).
+// Upstream made profiling opt-in in 13.x (secretlint/secretlint#1633, #1653, fixed by #1673),
+// which needs Node 22. On 12 the profiler is the same singleton core imports: switch its marks
+// off, so nothing is observed or kept. Nothing here ever reads a profile.
+secretLintProfiler.mark = () => {};
 
 /**
  * Catalogue rules left out, and why. `filter-comments` honours `secretlint-disable` comments
