@@ -9,6 +9,7 @@ import type { Suite } from "../src/suite.js";
 import decideSuite from "../src/suites/decide.js";
 import environmentSuite, { dependencyRoots } from "../src/suites/environment.js";
 import gateTscSuite from "../src/suites/gate-tsc.js";
+import secretsSuite from "../src/suites/secrets.js";
 import storePgSuite from "../src/suites/store-pg.js";
 import sweepQueueSuite, { PG_URL_ENV } from "../src/suites/sweep-queue.js";
 
@@ -33,6 +34,13 @@ function expectFigure(r: Ratio): void {
 }
 
 describe("bench suites, smoke size", () => {
+  it("secrets: asp gate with the secrets provider alone next to one grep -P pass over the same files", async () => {
+    const rows = await smoke(secretsSuite);
+    expect(rows).toHaveLength(1);
+    for (const r of rows) expectFigure(r);
+    expect(rows[0]?.target).toBe(1);
+  }, 120_000);
+
   it("gate-tsc: asp gate as a whole process next to tsc --noEmit on the same project", async () => {
     const rows = await smoke(gateTscSuite);
     expect(rows).toHaveLength(1);
