@@ -296,6 +296,12 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
       };
     }
     const rootParsed = await settle(() => parseConfig(configPath, configHost));
+    if (configPath === null && rootParsed.fileNames.length === 0 && missing.size === 0) {
+      // No tsconfig and no TypeScript file: nothing for a type check to judge. `tsc` here would
+      // report TS18003 about a tsconfig.json that does not exist; the requirement does not apply,
+      // so the answer is complete over zero files (issue 26), never a deny.
+      return { status: "complete", diagnostics: [], coverage: { sources: ["ts"], paths: 0 }, stats: stats0() };
+    }
 
     // ---- project references: every referenced project, dependencies first, like `tsc -b`
     const parsedConfigs = new Map<string, ts.ParsedCommandLine>();

@@ -186,13 +186,24 @@ export class OverlayFs {
     let real = "";
     for (let i = 0; i < parts.length; i++) {
       const name = parts[i] as string;
-      if (name === "" || name === "." || name === "..") return { kind: "none" };
+      const last = i === parts.length - 1;
+      // `.`, `..` and empty segments as the kernel reads them (the compiler asks whether `src/` is
+      // a folder when a module imports its own folder, `import x from "."`): `..` steps up from the
+      // real path reached so far (after links, as a real directory's parent), never above the
+      // repository; `src/` is the folder `src` (a file followed by `/` is no folder).
+      if (name === "." || name === ".." || name === "") {
+        if (name === "..") {
+          if (real === "") return { kind: "none" };
+          real = real.includes("/") ? real.slice(0, real.lastIndexOf("/")) : "";
+        }
+        if (last) return { kind: "dir", real };
+        continue;
+      }
       const entries = this.#entriesOf(real);
       if (!(entries instanceof Map)) return (entries as Walk).kind === "need" ? (entries as Walk) : { kind: "none" };
       const e = entries.get(name);
       if (e === undefined) return { kind: "none" };
       const here = real === "" ? name : `${real}/${name}`;
-      const last = i === parts.length - 1;
       if (e.mode === "040000") {
         real = here;
         if (last) return { kind: "dir", real };

@@ -57,6 +57,54 @@ describe("createTypeScriptChecker", () => {
     });
   });
 
+  describe("when the repository has no TypeScript at all", () => {
+    it("the requirement does not apply: complete over zero files, not TS18003 about a tsconfig.json that does not exist", async () => {
+      const plain = {
+        "package.json": JSON.stringify({ name: "plain" }),
+        "README.md": "# plain\n",
+        "index.js": "module.exports = 1;\n",
+      };
+      const r = await checkChange(shared, new MemoryRepo(), null, plain);
+      expect(r.status).toBe("complete");
+      expect(r.diagnostics).toEqual([]);
+      expect(r.coverage).toEqual({ sources: ["ts"], paths: 0 });
+      // A tsconfig.json that names no input is the project's own error, as tsc says it.
+      const empty = await checkChange(shared, new MemoryRepo(), null, { ...plain, "tsconfig.json": tsconfig() });
+      expect(empty.diagnostics.map((d) => d.code)).toContain("ts/18003");
+      // A TypeScript file without a tsconfig is still checked under TypeScript's defaults.
+      const bare = await checkChange(shared, new MemoryRepo(), null, {
+        ...plain,
+        "a.ts": "export const a: number = 'x';\n",
+      });
+      expect(bare.diagnostics.map((d) => d.code)).toContain("ts/2322");
+    });
+  });
+
+  describe("when a module imports its own folder", () => {
+    it('a bare "." import resolves to the folder\'s index, as tsc resolves it (no TS2307, the type flows)', async () => {
+      const files = {
+        "package.json": JSON.stringify({ name: "dot" }),
+        "tsconfig.json": JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            module: "commonjs",
+            moduleResolution: "node10",
+            ignoreDeprecations: "6.0",
+          },
+          include: ["src"],
+        }),
+        "src/index.ts": "export const x: number = 1;\n",
+        "src/use.ts": 'import { x } from ".";\nexport const y: string = x;\n',
+      };
+      const r = await checkChange(shared, new MemoryRepo(), null, files);
+      const codes = r.diagnostics.map((d) => `${d.code}@${d.range?.path}`);
+      expect(codes).not.toContain("ts/2307@src/use.ts");
+      // The type came through the index: assigning number to string is the one error.
+      expect(codes).toEqual(["ts/2322@src/use.ts"]);
+    });
+  });
+
   describe("when the change introduces a type error", () => {
     it("reports ts/2322 with a 0-based range, the explanation link, a next step and a fingerprint", async () => {
       const r = await checkChange(shared, new MemoryRepo(), BASE, { ...BASE, "src/index.ts": BAD_INDEX });
