@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,7 +5,7 @@ import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { afterEach, describe, expect, it } from "vitest";
 import { autoModeCopy } from "./example-copy.js";
-import { BIN, REPO_ROOT, runBinaryAsync } from "./helpers.js";
+import { REPO_ROOT, runBinaryAsync } from "./helpers.js";
 
 // `asp auto run --engine openai`: the signed engine-openai plugin drives a scripted loopback
 // chat-completions server; every tool call the "model" makes is a proposal the host classifies under
@@ -216,19 +215,17 @@ describe("asp auto run --engine openai against a scripted loopback model (issue 
     async (signal) => {
       const { url, requests } = await modelServer(["stream-forever"]);
       const { repo, config } = setup(url);
-      const child = spawn(process.execPath, [BIN, ...runArgs(config, repo, "Think forever")], {
-        cwd: REPO_ROOT,
-        env: { PATH: process.env.PATH ?? "", ASP_TEST_ENGINE_KEY: KEY },
-      });
-      let stdout = "";
-      child.stdout.on("data", (b: Buffer) => {
-        stdout += b.toString("utf8");
-      });
-      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-      // Wait for the model's request (an event, not a time), then press Stop.
-      while (requests.length === 0) await new Promise((r) => setTimeout(r, 20));
-      child.kill(signal);
-      const code = await closed;
+      const r = await runBinaryAsync(
+        runArgs(config, repo, "Think forever"),
+        { ASP_TEST_ENGINE_KEY: KEY },
+        async (child) => {
+          // Wait for the model's request (an event, not a time), then press Stop.
+          while (requests.length === 0) await new Promise((r) => setTimeout(r, 20));
+          child.kill(signal);
+        },
+      );
+      const code = r.code;
+      const stdout = r.stdout;
       const p = JSON.parse(stdout) as AutoRunProjection;
       expect(p.terminal_reason).toBe("user_cancelled");
       expect(p.problems).toEqual([]);

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -95,16 +95,19 @@ export function hostConfig(
 
 /**
  * The built `asp` as a child process, asynchronously (so a loopback server in the test process
- * can answer it meanwhile), with only PATH and `env` in its environment.
+ * can answer it meanwhile), with only PATH and `env` in its environment. `whileRunning` gets the
+ * child once it started (e.g. to signal it).
  */
 export async function runBinaryAsync(
   argv: string[],
   env: Readonly<Record<string, string>> = {},
+  whileRunning?: (child: ChildProcess) => Promise<void>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...argv], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? "", ...env },
   });
+  void whileRunning?.(child);
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (b: Buffer) => {
