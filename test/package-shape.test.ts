@@ -42,7 +42,8 @@ describe("package shape", () => {
       const all = { ...pkg.manifest.dependencies, ...pkg.manifest.devDependencies };
       for (const [name, version] of Object.entries(all)) {
         if (name.startsWith("@asp/")) expect(version, name).toBe("workspace:*");
-        else expect(version, name).toMatch(/^\d+\.\d+\.\d+$/);
+        // An npm alias (a second compiler version bundled beside the first) is pinned exactly too.
+        else expect(version, name).toMatch(/^(?:npm:(?:@[a-z0-9-]+\/)?[a-z0-9.-]+@)?\d+\.\d+\.\d+$/);
       }
     });
     it("references every workspace dependency in its tsconfig (so tsc -b builds in order)", () => {

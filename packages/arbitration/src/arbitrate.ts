@@ -250,11 +250,21 @@ function kept(
   return { diagnostic: d, provider: state.ref, requirement, disposition, effectiveSeverity: d.severity };
 }
 
+/** `text` without control characters, at most `max` characters. */
+function oneLine(text: string, max: number): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point.
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 /** Reason for an assessment that is not a complete answer for `source`, or null when it is. */
 function incompleteness(a: Assessment, source: string): { failClass: FailClass; detail: string } | null {
   if (a.status === "error") return { failClass: "errored", detail: `provider error ${a.error?.code ?? ""}`.trim() };
-  if (a.status === "unsupported")
-    return { failClass: "unsupported", detail: "the provider does not support this check" };
+  if (a.status === "unsupported") {
+    // The provider's own reason (e.g. a compiler version it cannot serve), one line, bounded.
+    const why = a.error === undefined ? "" : `: ${a.error.code} ${oneLine(a.error.message, 600)}`.trimEnd();
+    return { failClass: "unsupported", detail: `the provider does not support this check${why}` };
+  }
   if (a.status === "incomplete") return { failClass: "incomplete", detail: "the assessment is incomplete" };
   // host §2: "complete" while listing what it did not cover is not complete.
   const missed = a.coverage?.missing?.length ?? 0;

@@ -119,6 +119,7 @@ export type {
   PluginManifest,
   Policy,
   ProviderManifest,
+  ToolRef,
 } from "./schemas/host.js";
 export {
   ApplyReceiptSchema,
@@ -132,6 +133,7 @@ export {
   PluginManifestSchema,
   PolicySchema,
   ProviderManifestSchema,
+  ToolRefSchema,
   VerdictSchema,
 } from "./schemas/host.js";
 export type {

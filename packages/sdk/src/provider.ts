@@ -115,6 +115,8 @@ export interface AssessOutcome {
   readonly status?: AssessmentStatus;
   readonly diagnostics?: readonly Diagnostic[];
   readonly coverage?: Assessment["coverage"];
+  /** The tool (and version) that answered, e.g. the compiler the provider chose for this project. */
+  readonly tool?: Assessment["tool"];
   /** Required when `status` is `error`. */
   readonly error?: { readonly code: string; readonly message: string };
 }
@@ -482,6 +484,7 @@ function serve(spec: ProviderSpec, options: ListenOptions): ProviderSession {
           metrics: { durationMs: Math.round((performance.now() - started) * 1000) / 1000 },
         };
         if (outcome?.coverage !== undefined) assessment.coverage = outcome.coverage;
+        if (outcome?.tool !== undefined) assessment.tool = outcome.tool;
         if (outcome?.error !== undefined) assessment.error = outcome.error;
         else if (status === "error") assessment.error = { code: "ASP_SDK_HANDLER_FAILED", message: "status error" };
         const checked = validateAssessment(assessment);

@@ -448,6 +448,10 @@ export class Host {
         provider: { id: e.eval.provider.id, version: e.eval.provider.version },
         digest: e.eval.provider.digest,
         sources: [...e.eval.declaredSources],
+        // What the provider says answered (e.g. the project's compiler version): its claim, bound to its digest.
+        ...(e.outcome.kind === "ok" && e.outcome.assessment.tool !== undefined
+          ? { tool: { ...e.outcome.assessment.tool } }
+          : {}),
       })),
       failOpens,
     });

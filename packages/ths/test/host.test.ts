@@ -38,6 +38,31 @@ describe("Host", () => {
     });
   });
 
+  describe("when a provider names the tool that answered, and another cannot serve the project", () => {
+    const ts = manifest("fake-honest-ts", { source: "ts", args: ["--tool", "typescript@4.9.5"] });
+    const gap = manifest("fake-unsupported", { id: "gap", source: "gap", args: ["--why", "pins TypeScript 5.4.5"] });
+    const hostP = testHost({ policy: policyFor([ts, gap]), providers: [ts, gap] });
+    afterAll(async () => (await hostP).host.close());
+
+    it("H1.1 the receipt's provenance carries the tool each provider said answered; an unsupported answer's reason is one line in detail", async () => {
+      const { host } = await hostP;
+      const { envelope, receipt } = await host.gate({ repo: tempRepo() });
+      expect(validate("audit-receipt", receipt).ok).toBe(true);
+      expect(receipt.provenance.find((p) => p.provider.id === "fake-honest-ts")?.tool).toEqual({
+        name: "typescript",
+        version: "4.9.5",
+        selectedBy: "the fake's --tool flag",
+      });
+      expect(receipt.provenance.find((p) => p.provider.id === "gap")?.tool).toBeUndefined();
+      const degraded = envelope.coverage.degraded.find((d) => d.provider === "gap");
+      expect(degraded).toMatchObject({ reason: "unsupported" });
+      expect(degraded?.detail).toBe(
+        "source gap: the provider does not support this check: E_UNSUPPORTED_VERSION pins TypeScript 5.4.5 [31m second line",
+      );
+      expect(envelope.decision).not.toBe("allow");
+    });
+  });
+
   describe("when an edit-only provider is installed beside a check provider", () => {
     const ts = manifest("fake-honest-ts", { source: "ts" });
     // fake-unsupported would answer check/assess `unsupported`; with an edit-only manifest the

@@ -5,6 +5,14 @@ import { fileURLToPath } from "node:url";
 import type { Diagnostic } from "@asp/contracts";
 import { type ContentSource, TextCache, TreeLister, type TreeListing, throwIfAborted } from "@asp/sdk";
 import ts from "typescript";
+import {
+  BUNDLED_COMPILERS,
+  type Compiler,
+  chooseCompiler,
+  type LoadedCompiler,
+  loadCompiler,
+  pinnedTypeScript,
+} from "./compilers.js";
 import { TypeScriptProviderError } from "./errors.js";
 import { fingerprintDiagnostic, normalizeText } from "./fingerprint.js";
 import { codeHref, helpFor } from "./help.js";
@@ -43,6 +51,11 @@ export interface TypeScriptCheckerOptions {
   readonly libDir?: string;
   /** Most diagnostics one check reports (default 1000); beyond it the result is `incomplete`. */
   readonly maxDiagnostics?: number;
+  /**
+   * The bundled compilers (`major.minor`) allowed to answer, from trusted configuration; default
+   * every bundled one ({@link BUNDLED_COMPILERS}). A project pinned to another is `unsupported`.
+   */
+  readonly compilers?: readonly string[];
 }
 
 /** A changed path, as in a changeset. */
@@ -92,10 +105,15 @@ export interface CheckStats {
 
 /** The outcome of one check, in the Assessment's provider-owned vocabulary. */
 export interface CheckResult {
-  readonly status: "complete" | "incomplete";
+  /** `unsupported`: the project pins a TypeScript this checker cannot serve truthfully (see `error`). */
+  readonly status: "complete" | "incomplete" | "unsupported";
   readonly diagnostics: Diagnostic[];
   readonly coverage: { sources: string[]; paths: number; missing?: string[] };
   readonly stats: CheckStats;
+  /** The compiler that answered and why it was chosen (absent when none could). */
+  readonly tool?: { readonly name: "typescript"; readonly version: string; readonly selectedBy: string };
+  /** Why the check is `unsupported`. */
+  readonly error?: { readonly code: "ASP_TS_UNSUPPORTED_VERSION"; readonly message: string };
 }
 
 /** A type-checker that keeps its program warm between checks. */
@@ -108,8 +126,22 @@ export interface TypeScriptChecker {
   check(request: CheckRequest, source: ContentSource): Promise<CheckResult>;
   /** Totals since creation. */
   readonly totals: { readonly checks: number; readonly programs: number; readonly parsedFiles: number };
-  /** The folder the default library files are read from. */
+  /** The folder the default compiler's library files are read from. */
   readonly libDir: string;
+}
+
+/** One compiler's warm state: programs and parsed files never cross compilers. */
+interface Engine {
+  readonly loaded: LoadedCompiler;
+  readonly matchFiles: MatchFiles;
+  readonly libTexts: Map<string, string | null>;
+  readonly libFiles: Map<string, ts.SourceFile>;
+  sourceFiles: Map<string, ts.SourceFile>;
+  lastPrograms: Map<string, ts.Program>;
+  lastPaths: ReadonlyMap<string, string> | undefined;
+  lastEnvKey: string;
+  readonly imports: WeakMap<ts.SourceFile, { key: string; targets: readonly string[] }>;
+  readonly resolutions: Map<string, { key: string; cache: ts.ModuleResolutionCache }>;
 }
 
 type MatchFiles = (
@@ -185,38 +217,56 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
   }
   const explicitProject = options.project !== undefined;
   const project = (options.project ?? "tsconfig.json").replace(/^\.\//, "");
-  const maybeMatchFiles = (ts as unknown as { matchFiles?: MatchFiles }).matchFiles;
-  if (typeof maybeMatchFiles !== "function") {
-    throw new TypeScriptProviderError(
-      "ASP_TS_UNSUPPORTED_COMPILER",
-      `typescript ${ts.version} has no matchFiles (needed to expand tsconfig include patterns)`,
-      { category: "internal" },
-    );
+  const bundledMinors = BUNDLED_COMPILERS.map((c) => c.minor);
+  const allowed = options.compilers ?? bundledMinors;
+  for (const minor of allowed) {
+    if (!bundledMinors.includes(minor)) {
+      throw new TypeScriptProviderError(
+        "ASP_TS_BAD_OPTIONS",
+        `compiler ${minor} is not bundled (bundled: ${bundledMinors.join(", ")})`,
+        { data: { option: "compilers", value: minor, bundled: bundledMinors } },
+      );
+    }
   }
-  const matchFiles: MatchFiles = maybeMatchFiles;
-  const libDir = locateLibDir(options.libDir);
-  const inLib = (path: string): boolean => path.startsWith(`${libDir}/`);
+  const defaultLibDir = locateLibDir(options.libDir);
 
   const lister = new TreeLister();
   const envTrees = new TreeEntryCache();
   const texts = new TextCache();
-  const libTexts = new Map<string, string | null>();
-  const libFiles = new Map<string, ts.SourceFile>();
-  let sourceFiles = new Map<string, ts.SourceFile>();
-  let lastPrograms = new Map<string, ts.Program>();
-  let lastPaths: ReadonlyMap<string, string> | undefined;
-  let lastEnvKey = "";
-  const imports = new WeakMap<ts.SourceFile, { key: string; targets: readonly string[] }>();
-  const resolutions = new Map<string, { key: string; cache: ts.ModuleResolutionCache }>();
+  const engines = new Map<string, Promise<Engine>>();
   const totals = { checks: 0, programs: 0, parsedFiles: 0 };
 
-  const readLib = (path: string): string | undefined => {
-    let text = libTexts.get(path);
-    if (text === undefined) {
-      text = existsSync(path) ? readFileSync(path, "utf8") : null;
-      libTexts.set(path, text);
+  /** The warm state of one bundled compiler, loaded on first use. */
+  const engineFor = (minor: string): Promise<Engine> => {
+    let engine = engines.get(minor);
+    if (engine === undefined) {
+      const compiler = BUNDLED_COMPILERS.find((c) => c.minor === minor) as (typeof BUNDLED_COMPILERS)[number];
+      engine = loadCompiler(compiler, defaultLibDir).then((loaded) => {
+        const matchFiles = (loaded.ts as unknown as { matchFiles?: MatchFiles }).matchFiles;
+        if (typeof matchFiles !== "function") {
+          throw new TypeScriptProviderError(
+            "ASP_TS_UNSUPPORTED_COMPILER",
+            `typescript ${loaded.ts.version} has no matchFiles (needed to expand tsconfig include patterns)`,
+            { category: "internal" },
+          );
+        }
+        return {
+          loaded,
+          matchFiles,
+          libTexts: new Map(),
+          libFiles: new Map(),
+          sourceFiles: new Map(),
+          lastPrograms: new Map(),
+          lastPaths: undefined,
+          lastEnvKey: "",
+          imports: new WeakMap(),
+          resolutions: new Map(),
+        };
+      });
+      engine.catch(() => engines.delete(minor));
+      engines.set(minor, engine);
     }
-    return text ?? undefined;
+    return engine;
   };
 
   async function check(request: CheckRequest, source: ContentSource): Promise<CheckResult> {
@@ -232,25 +282,6 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     // The checked tree overlaid with the environment: inside an environment root the environment answers.
     const fs = new OverlayFs(full, env, envTrees, texts, missing);
     const listing = fs.listing;
-    const stats0 = (): CheckStats => ({
-      files: 0,
-      checkedFiles: 0,
-      parsedFiles: 0,
-      reusedSourceFiles: 0,
-      oldProgram: lastPrograms.size > 0,
-      structureReused: "none",
-      blobReads: texts.blobReads - blobReads0,
-      treeReads: lister.treeReads + envTrees.treeReads - treeReads0,
-      rounds: 0,
-      projects: 0,
-    });
-
-    const fileExists = (path: string): boolean =>
-      relOf(path) !== null ? fs.fileExists(path) : inLib(path) && readLib(path) !== undefined;
-    const readFile = (path: string): string | undefined =>
-      relOf(path) !== null ? fs.readFile(path) : inLib(path) ? readLib(path) : undefined;
-    const directoryExists = (path: string): boolean =>
-      relOf(path) !== null ? fs.directoryExists(path) : path === libDir;
 
     /** Run `build` until everything it read was available (each round fetches what the last one missed). */
     let rounds = 0;
@@ -268,6 +299,55 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
         await fs.fetch(source);
       }
     };
+
+    // ---- the compiler: the one the project pins, from those bundled in the signed plugin (issue 26)
+    const pinned = await settle(() => pinnedTypeScript((rel) => fs.readFile(abs(rel)), parentOf(project) ?? ""));
+    const choice = chooseCompiler(pinned, allowed);
+    if (!choice.ok) {
+      return {
+        status: "unsupported",
+        diagnostics: [],
+        coverage: { sources: ["ts"], paths: 0 },
+        error: { code: "ASP_TS_UNSUPPORTED_VERSION", message: choice.reason },
+        stats: zeroStats(texts.blobReads - blobReads0, lister.treeReads + envTrees.treeReads - treeReads0),
+      };
+    }
+    const engine = await engineFor(choice.compiler.minor);
+    const { ts, libDir } = engine.loaded;
+    const { matchFiles, libTexts, libFiles, imports, resolutions } = engine;
+    const tool = {
+      name: "typescript",
+      version: engine.loaded.compiler.version,
+      selectedBy: choice.selectedBy,
+    } as const;
+    const inLib = (path: string): boolean => path.startsWith(`${libDir}/`);
+    const readLib = (path: string): string | undefined => {
+      let text = libTexts.get(path);
+      if (text === undefined) {
+        text = existsSync(path) ? readFileSync(path, "utf8") : null;
+        libTexts.set(path, text);
+      }
+      return text ?? undefined;
+    };
+    const stats0 = (): CheckStats => ({
+      files: 0,
+      checkedFiles: 0,
+      parsedFiles: 0,
+      reusedSourceFiles: 0,
+      oldProgram: engine.lastPrograms.size > 0,
+      structureReused: "none",
+      blobReads: texts.blobReads - blobReads0,
+      treeReads: lister.treeReads + envTrees.treeReads - treeReads0,
+      rounds: 0,
+      projects: 0,
+    });
+
+    const fileExists = (path: string): boolean =>
+      relOf(path) !== null ? fs.fileExists(path) : inLib(path) && readLib(path) !== undefined;
+    const readFile = (path: string): string | undefined =>
+      relOf(path) !== null ? fs.readFile(path) : inLib(path) ? readLib(path) : undefined;
+    const directoryExists = (path: string): boolean =>
+      relOf(path) !== null ? fs.directoryExists(path) : path === libDir;
 
     // ---- tsconfig, read through the same callbacks (extends chains, also from packages, included)
     const configFiles = new Set<string>();
@@ -293,14 +373,15 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
         diagnostics: [],
         coverage: { sources: ["ts"], paths: 0, missing: [project, ...missing.keys()] },
         stats: stats0(),
+        tool,
       };
     }
-    const rootParsed = await settle(() => parseConfig(configPath, configHost));
+    const rootParsed = await settle(() => parseConfig(ts, configPath, configHost));
     if (configPath === null && rootParsed.fileNames.length === 0 && missing.size === 0) {
       // No tsconfig and no TypeScript file: nothing for a type check to judge. `tsc` here would
       // report TS18003 about a tsconfig.json that does not exist; the requirement does not apply,
       // so the answer is complete over zero files (issue 26), never a deny.
-      return { status: "complete", diagnostics: [], coverage: { sources: ["ts"], paths: 0 }, stats: stats0() };
+      return { status: "complete", diagnostics: [], coverage: { sources: ["ts"], paths: 0 }, stats: stats0(), tool };
     }
 
     // ---- project references: every referenced project, dependencies first, like `tsc -b`
@@ -316,7 +397,7 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
           seen.add(refPath);
           // A missing referenced config is reported by the program that references it.
           if (!(await settle(() => fileExists(refPath)))) continue;
-          const sub = await settle(() => parseConfig(rel, configHost));
+          const sub = await settle(() => parseConfig(ts, rel, configHost));
           parsedConfigs.set(refPath, sub);
           await visit(sub);
           projects.push({ config: rel, parsed: sub });
@@ -326,8 +407,9 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     }
     projects.push({ config: configPath, parsed: rootParsed });
 
+    const { lastPaths, lastPrograms, sourceFiles } = engine;
     const filesChanged =
-      envKey !== lastEnvKey ||
+      envKey !== engine.lastEnvKey ||
       lastPaths === undefined ||
       lastPaths.size !== listing.files.size ||
       [...listing.files.keys()].some((p) => !lastPaths?.has(p));
@@ -344,7 +426,7 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     for (const [index, { config, parsed }] of projects.entries()) {
       const compilerOptions: ts.CompilerOptions = { ...parsed.options, noEmit: true };
       const optionsKey = createHash("sha256").update(JSON.stringify(compilerOptions)).digest("hex").slice(0, 16);
-      const parseKey = parseKeyOf(compilerOptions);
+      const parseKey = parseKeyOf(ts, compilerOptions);
       const rootNames = parsed.fileNames;
 
       // ---- prefetch: root files and the package.json files above them (module format lookups)
@@ -391,7 +473,13 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
           if (sf === undefined) {
             sf = ts.createSourceFile(fileName, text, opts, false);
             parsedFiles++;
-          } else if (!used.has(key)) reused++;
+          } else {
+            if (!used.has(key)) reused++;
+            // TypeScript 4.x keeps a file's module resolutions on the SourceFile and reuses them
+            // for a file that is not the old program's: resolved in an earlier round, before the
+            // package they name was fetched, they would say "not found" (TS2307) for good.
+            if (oldProgram?.getSourceFile(fileName) !== sf) forgetResolutions(sf);
+          }
           used.set(key, sf);
           return sf;
         },
@@ -413,7 +501,7 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
           if (hit !== undefined) return hit;
           const rel = relOf(fileName);
           if (rel === null || !fileExists(fileName)) return undefined;
-          const sub = parseConfig(rel, configHost);
+          const sub = parseConfig(ts, rel, configHost);
           if (fs.pending.size === 0) parsedConfigs.set(fileName, sub);
           return sub;
         },
@@ -471,7 +559,7 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
             res = { key: resolutionKey, cache: ts.createModuleResolutionCache(ROOT, (f) => f, compilerOptions) };
             resolutions.set(projectKey, res);
           }
-          targets = withDependents(changed, repoFiles, compilerOptions, host, res.cache, imports, resolutionKey);
+          targets = withDependents(ts, changed, repoFiles, compilerOptions, host, res.cache, imports, resolutionKey);
         }
       }
 
@@ -509,13 +597,13 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
       );
     }
     // Keep exactly what these programs use: the warm set follows the lineage.
-    sourceFiles = used;
-    lastPrograms = programs;
-    lastPaths = listing.files;
-    lastEnvKey = envKey;
+    engine.sourceFiles = used;
+    engine.lastPrograms = programs;
+    engine.lastPaths = listing.files;
+    engine.lastEnvKey = envKey;
     totals.parsedFiles += parsedFiles;
 
-    let diagnostics = toAspDiagnostics(raw);
+    let diagnostics = toAspDiagnostics(raw, ts);
     const coverageMissing = [...missing.keys()].sort();
     if (diagnostics.length > maxDiagnostics) {
       diagnostics = diagnostics.slice(0, maxDiagnostics);
@@ -541,6 +629,7 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
         rounds,
         projects: projects.length,
       },
+      tool,
     };
   }
 
@@ -549,7 +638,29 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     get totals() {
       return { ...totals };
     },
-    libDir,
+    libDir: defaultLibDir,
+  };
+}
+
+/** Drop the module and type-reference resolutions TypeScript 4.x stores on a SourceFile (5.x keeps them on the program). */
+function forgetResolutions(sf: ts.SourceFile): void {
+  const f = sf as unknown as { resolvedModules?: unknown; resolvedTypeReferenceDirectiveNames?: unknown };
+  if (f.resolvedModules !== undefined) f.resolvedModules = undefined;
+  if (f.resolvedTypeReferenceDirectiveNames !== undefined) f.resolvedTypeReferenceDirectiveNames = undefined;
+}
+
+function zeroStats(blobReads: number, treeReads: number): CheckStats {
+  return {
+    files: 0,
+    checkedFiles: 0,
+    parsedFiles: 0,
+    reusedSourceFiles: 0,
+    oldProgram: false,
+    structureReused: "none",
+    blobReads,
+    treeReads,
+    rounds: 0,
+    projects: 0,
   };
 }
 
@@ -565,7 +676,7 @@ function isConfigFile(rel: string): boolean {
 }
 
 /** Options that change how a file parses or binds: a parsed source file is shared across programs that agree on them. */
-function parseKeyOf(options: ts.CompilerOptions): string {
+function parseKeyOf(ts: Compiler, options: ts.CompilerOptions): string {
   const affecting = (ts as unknown as { sourceFileAffectingCompilerOptions?: readonly { name: string }[] })
     .sourceFileAffectingCompilerOptions;
   if (affecting === undefined) return createHash("sha256").update(JSON.stringify(options)).digest("hex").slice(0, 16);
@@ -575,7 +686,7 @@ function parseKeyOf(options: ts.CompilerOptions): string {
 
 const DEFAULT_CONFIG = JSON.stringify({ compilerOptions: {}, exclude: ["node_modules"] });
 
-function parseConfig(configPath: string | null, host: ts.ParseConfigHost): ts.ParsedCommandLine {
+function parseConfig(ts: Compiler, configPath: string | null, host: ts.ParseConfigHost): ts.ParsedCommandLine {
   if (configPath === null) {
     const json = ts.parseJsonText(`${ROOT}/tsconfig.json`, DEFAULT_CONFIG);
     return ts.parseJsonSourceFileConfigFileContent(json, host, ROOT);
@@ -599,6 +710,7 @@ function resolutionKeyOf(optionsKey: string, listing: TreeListing): string {
 
 /** The changed files plus every repository file importing one of them, transitively. */
 function withDependents(
+  ts: Compiler,
   changed: readonly ts.SourceFile[],
   repoFiles: readonly ts.SourceFile[],
   options: ts.CompilerOptions,
@@ -655,9 +767,10 @@ const SEVERITY: Record<ts.DiagnosticCategory, Diagnostic["severity"]> = {
 /**
  * Turn compiler diagnostics into Assessment diagnostics: `ts/<code>`, 0-based ranges with
  * repository-relative paths, the code's explanation link, a next step and a content-based
- * fingerprint. Duplicates (same code, place and message) are reported once.
+ * fingerprint. Duplicates (same code, place and message) are reported once. `compiler` is the
+ * one that produced them (default: the bundled default compiler).
  */
-export function toAspDiagnostics(raw: readonly ts.Diagnostic[]): Diagnostic[] {
+export function toAspDiagnostics(raw: readonly ts.Diagnostic[], compiler: Compiler = ts): Diagnostic[] {
   interface Item {
     d: ts.Diagnostic;
     path: string | null;
@@ -670,7 +783,7 @@ export function toAspDiagnostics(raw: readonly ts.Diagnostic[]): Diagnostic[] {
   for (const d of raw) {
     const path = d.file === undefined ? null : relOf(d.file.fileName);
     const start = d.start ?? -1;
-    const message = ts.flattenDiagnosticMessageText(d.messageText, "\n").replaceAll(`${ROOT}/`, "");
+    const message = compiler.flattenDiagnosticMessageText(d.messageText, "\n").replaceAll(`${ROOT}/`, "");
     const dedup = `${d.code}\0${path}\0${start}\0${d.length ?? 0}\0${message}`;
     if (seen.has(dedup)) continue;
     seen.add(dedup);

@@ -19,6 +19,8 @@ export type {
   TypeScriptCheckerOptions,
 } from "./checker.js";
 export { createTypeScriptChecker, locateLibDir, toAspDiagnostics } from "./checker.js";
+export type { BundledCompiler, CompilerChoice, PinnedVersion, ReadFile } from "./compilers.js";
+export { BUNDLED_COMPILERS, chooseCompiler, minorOf, pinnedTypeScript, satisfies } from "./compilers.js";
 export type { TypeScriptProviderErrorCode } from "./errors.js";
 export { TypeScriptProviderError } from "./errors.js";
 export type { FingerprintInput } from "./fingerprint.js";

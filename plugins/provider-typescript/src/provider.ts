@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { type AssessContext, type AssessOutcome, defineProvider, type ProviderDefinition } from "@asp/sdk";
 import { createTypeScriptChecker, type TypeScriptChecker, type TypeScriptCheckerOptions } from "./checker.js";
+import { BUNDLED_COMPILERS } from "./compilers.js";
 import { TypeScriptProviderError } from "./errors.js";
 
 /** The plugin's identity: equal to `asp-plugin.json` (a test keeps them in step). */
@@ -13,6 +14,7 @@ const OPTIONS = {
   scope: { type: "string" },
   "max-diagnostics": { type: "string" },
   "lib-dir": { type: "string" },
+  compilers: { type: "string" },
 } as const;
 
 const SCOPES = ["changed", "affected", "all"] as const;
@@ -20,7 +22,8 @@ const SCOPES = ["changed", "affected", "all"] as const;
 /**
  * Parse the plugin's command line with `node:util` `parseArgs` (strict: no positionals, no
  * unknown flag, no value that looks like a flag): `--project PATH` (the tsconfig in the tree),
- * `--scope changed|affected|all`, `--max-diagnostics N`, `--lib-dir DIR`; `--flag=value` works too.
+ * `--scope changed|affected|all`, `--max-diagnostics N`, `--lib-dir DIR`, `--compilers 5.9,6.0`
+ * (the bundled compilers trusted configuration lets answer; default all); `--flag=value` works too.
  *
  * @throws TypeScriptProviderError `ASP_TS_BAD_OPTIONS` for an unknown flag, a missing or
  *   flag-like value, a positional argument, a scope outside the list, or a count that is not a
@@ -57,6 +60,19 @@ export function parseProviderArgs(argv: readonly string[]): TypeScriptCheckerOpt
     out.maxDiagnostics = Number(max);
   }
   if (values["lib-dir"] !== undefined) out.libDir = values["lib-dir"];
+  if (values.compilers !== undefined) {
+    const list = values.compilers.split(",").map((c) => c.trim());
+    const bundled = BUNDLED_COMPILERS.map((c) => c.minor);
+    const unknown = list.find((c) => !bundled.includes(c));
+    if (unknown !== undefined) {
+      throw new TypeScriptProviderError(
+        "ASP_TS_BAD_OPTIONS",
+        `--compilers: ${unknown.slice(0, 40)} is not bundled; bundled: ${bundled.join(",")}`,
+        { data: { flag: "--compilers", value: values.compilers.slice(0, 200), bundled } },
+      );
+    }
+    out.compilers = list;
+  }
   return out;
 }
 
@@ -64,7 +80,13 @@ export function parseProviderArgs(argv: readonly string[]): TypeScriptCheckerOpt
 export async function assessWith(checker: TypeScriptChecker, ctx: AssessContext): Promise<AssessOutcome> {
   const tree = ctx.changeset?.after ?? ctx.baseline;
   const result = await checker.check({ tree, changes: ctx.changes, environment: ctx.environment }, ctx);
-  return { status: result.status, diagnostics: result.diagnostics, coverage: result.coverage };
+  return {
+    status: result.status,
+    diagnostics: result.diagnostics,
+    coverage: result.coverage,
+    ...(result.tool === undefined ? {} : { tool: result.tool }),
+    ...(result.error === undefined ? {} : { error: result.error }),
+  };
 }
 
 /**

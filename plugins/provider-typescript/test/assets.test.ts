@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { BUNDLED_COMPILERS } from "../src/index.js";
 
 // The signed plugin carries the compiler's default libraries as assets. The asset pattern once
 // required a dot after `lib`, so `lib.d.ts` itself (the default of `target: es5` without `lib`)
@@ -28,6 +29,23 @@ describe("the compiler's default libraries in the signed plugin", () => {
     () => {
       const packed = new Set(readdirSync(join(PKG, "dist", "plugin")));
       expect(libs.filter((f) => !packed.has(f))).toEqual([]);
+    },
+  );
+
+  it.skipIf(!existsSync(join(PKG, "dist", "plugin", "asp-plugin.json")))(
+    "every other bundled compiler has its own bundle and every one of its own lib*.d.ts in its folder",
+    () => {
+      const require = createRequire(join(PKG, "package.json"));
+      for (const c of BUNDLED_COMPILERS.filter((b) => b.spec !== "typescript")) {
+        const own = readdirSync(join(dirname(require.resolve(`${c.spec}/package.json`)), "lib")).filter((f) =>
+          /^lib.*\.d\.ts$/.test(f),
+        );
+        const folder = join(PKG, "dist", "plugin", "compilers", c.minor);
+        const packed = new Set(readdirSync(folder));
+        expect(own).toContain("lib.d.ts");
+        expect(own.filter((f) => !packed.has(f))).toEqual([]);
+        expect(packed.has("typescript.mjs")).toBe(true);
+      }
     },
   );
 });

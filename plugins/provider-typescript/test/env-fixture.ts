@@ -152,11 +152,11 @@ export function createFixture(layout: Layout, extraLinks: Readonly<Record<string
 /** One diagnostic as both sides can state it: file (relative, or "" for none), 1-based line and column, TS code. */
 export type Finding = string;
 
-/** Run the real `tsc` in `dir` (`-p` with `--noEmit`, or `-b`); its findings, sorted. */
-export function runTsc(dir: string, mode: "project" | "build", project = "tsconfig.json"): Finding[] {
+/** Run the real `tsc` in `dir` (`-p` with `--noEmit`, or `-b`; default the workspace's own compiler); its findings, sorted. */
+export function runTsc(dir: string, mode: "project" | "build", project = "tsconfig.json", tsc = TSC): Finding[] {
   const args =
     mode === "build" ? ["-b", project, "--pretty", "false"] : ["--noEmit", "-p", project, "--pretty", "false"];
-  const r = spawnSync(process.execPath, [TSC, ...args], { cwd: dir, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [tsc, ...args], { cwd: dir, encoding: "utf8" });
   if (r.error !== undefined) throw r.error;
   const out: Finding[] = [];
   for (const line of r.stdout.split("\n")) {

@@ -29,7 +29,20 @@ export interface PackConfig {
    */
   readonly entry?: string;
   /** Files copied next to the bundle, e.g. TypeScript's default lib `.d.ts` files. */
-  readonly assets?: ReadonlyArray<{ readonly package: string; readonly dir: string; readonly match: string }>;
+  readonly assets?: ReadonlyArray<{
+    readonly package: string;
+    readonly dir: string;
+    readonly match: string;
+    /** The folder inside the plugin the files go to (default: the plugin's root, next to the entry). */
+    readonly to?: string;
+  }>;
+  /**
+   * More dependencies bundled on their own, each into one ESM file inside the plugin (e.g. other
+   * TypeScript compilers, `compilers/4.9/typescript.mjs`), for code the entry imports by path at
+   * run time: like the entry, each may import only `node:` builtins, and each is covered by the
+   * signed digest. `package` is resolved from the plugin package (an npm alias works).
+   */
+  readonly modules?: ReadonlyArray<{ readonly package: string; readonly out: string }>;
   /**
    * Optional modules the code requires inside a try and the plugin does not ship (TypeScript's
    * `source-map-support`): bundled as a module that throws `MODULE_NOT_FOUND`, never resolved at run time.
@@ -157,6 +170,10 @@ function readJson(path: string, code: "ASP_PACK_BAD_PACKAGE" | "ASP_PACK_BAD_MAN
   }
 }
 
+/** A relative path that stays inside the plugin folder (no `..`, not absolute, not empty). */
+const isInsidePath = (v: unknown): v is string =>
+  typeof v === "string" && v !== "" && !isAbsolute(v) && !v.split(/[\\/]/).some((seg) => seg === ".." || seg === "");
+
 const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((a) => typeof a === "string");
 
 /**
@@ -194,11 +211,28 @@ function readConfig(root: string): PackConfig {
         (a: unknown) =>
           typeof a === "object" &&
           a !== null &&
-          ["package", "dir", "match"].every((k) => typeof (a as Record<string, unknown>)[k] === "string"),
+          ["package", "dir", "match"].every((k) => typeof (a as Record<string, unknown>)[k] === "string") &&
+          ((a as Record<string, unknown>).to === undefined || isInsidePath((a as Record<string, unknown>).to)),
       )
     )
   ) {
-    bad(".assets", "an array of { package, dir, match } strings");
+    bad(".assets", "an array of { package, dir, match, to? } strings (to: a folder inside the plugin)");
+  }
+  if (
+    c.modules !== undefined &&
+    !(
+      Array.isArray(c.modules) &&
+      c.modules.every(
+        (m: unknown) =>
+          typeof m === "object" &&
+          m !== null &&
+          typeof (m as Record<string, unknown>).package === "string" &&
+          isInsidePath((m as Record<string, unknown>).out) &&
+          String((m as Record<string, unknown>).out).endsWith(".mjs"),
+      )
+    )
+  ) {
+    bad(".modules", "an array of { package, out } with out a .mjs path inside the plugin");
   }
   return c as PackConfig;
 }
@@ -358,6 +392,47 @@ function readKey(keyFile: string): KeyPair {
 }
 
 /**
+ * Bundle `entry` and everything it imports into one ESM file for `outfile` (not written):
+ * only `node:` builtins left to the runtime, no build path left in the text.
+ *
+ * @throws PackError `ASP_PACK_BUNDLE_FAILED`, `ASP_PACK_EXTERNAL_IMPORT`, `ASP_PACK_UNSTABLE_PATH`.
+ */
+async function bundleFile(root: string, entry: string, outfile: string, absent: readonly string[]): Promise<string> {
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    banner: { js: BANNER },
+    plugins: [nodeBuiltins(absent)],
+    legalComments: "eof",
+    charset: "ascii",
+    logLevel: "silent",
+    metafile: true,
+    write: false,
+  }).catch((error: unknown) => {
+    const first = (error as { errors?: Array<{ text?: string }> }).errors?.[0]?.text;
+    throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} failed: ${first ?? (error as Error).message}`, {
+      cause: error,
+      data: { entry },
+      next: "fix the error above in the entry or install the missing dependency, then pack again",
+    });
+  });
+  assertOnlyBuiltinImports(result.metafile);
+  const bundle = result.outputFiles.find((f) => f.path === outfile);
+  if (bundle === undefined || result.outputFiles.length !== 1) {
+    throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} produced ${result.outputFiles.length} files`, {
+      data: { entry, outputs: result.outputFiles.map((f) => f.path) },
+      next: "bundle a single entry with no dynamic chunks or file loaders",
+    });
+  }
+  return withStablePaths(root, bundle.text, result.metafile);
+}
+
+/**
  * Pack the plugin package at `packageDir`: bundle its entry and every dependency into one
  * file named by the manifest's `entry` (so the signed digest covers all the code that runs),
  * copy its manifest and assets into `dist/plugin/`, and sign that folder with `keyFile`.
@@ -387,44 +462,31 @@ export async function packPlugin(packageDir: string, keyFile: string): Promise<P
   const key = readKey(keyFile);
   const out = join(root, PACKED_DIR);
 
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: [entry],
-    outfile: join(out, manifest.entry),
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    banner: { js: BANNER },
-    plugins: [nodeBuiltins(config.absent ?? [])],
-    legalComments: "eof",
-    charset: "ascii",
-    logLevel: "silent",
-    metafile: true,
-    write: false,
-  }).catch((error: unknown) => {
-    const first = (error as { errors?: Array<{ text?: string }> }).errors?.[0]?.text;
-    throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} failed: ${first ?? (error as Error).message}`, {
-      cause: error,
-      data: { entry },
-      next: "fix the error above in the entry or install the missing dependency, then pack again",
-    });
-  });
-  assertOnlyBuiltinImports(result.metafile);
-  const bundle = result.outputFiles.find((f) => f.path === join(out, manifest.entry));
-  if (bundle === undefined || result.outputFiles.length !== 1) {
-    throw new PackError("ASP_PACK_BUNDLE_FAILED", `bundling ${entry} produced ${result.outputFiles.length} files`, {
-      data: { entry, outputs: result.outputFiles.map((f) => f.path) },
-      next: "bundle a single entry with no dynamic chunks or file loaders",
-    });
+  const code = await bundleFile(root, entry, join(out, manifest.entry), config.absent ?? []);
+  const requireFromPackage = createRequire(join(root, "package.json"));
+  const modules: Array<[string, string]> = [];
+  for (const mod of config.modules ?? []) {
+    let modEntry: string;
+    try {
+      modEntry = requireFromPackage.resolve(mod.package);
+    } catch (error) {
+      throw new PackError("ASP_PACK_NO_ASSET", `module package ${mod.package} cannot be resolved from ${root}`, {
+        cause: error,
+        data: { module: mod },
+        next: `add ${mod.package} to the plugin package's dependencies and install, or remove it from aspPlugin.modules`,
+      });
+    }
+    modules.push([mod.out, await bundleFile(root, modEntry, join(out, mod.out), config.absent ?? [])]);
   }
-  const code = withStablePaths(root, bundle.text, result.metafile);
 
   rmSync(out, { recursive: true, force: true });
   mkdirSync(dirname(join(out, manifest.entry)), { recursive: true });
   writeFileSync(join(out, manifest.entry), code);
   writeFileSync(join(out, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
-  const requireFromPackage = createRequire(join(root, "package.json"));
+  for (const [rel, text] of modules) {
+    mkdirSync(dirname(join(out, rel)), { recursive: true });
+    writeFileSync(join(out, rel), text);
+  }
   for (const asset of config.assets ?? []) {
     let pkgDir: string;
     try {
@@ -449,7 +511,9 @@ export async function packPlugin(packageDir: string, keyFile: string): Promise<P
         next: "fix the asset's dir or match in aspPlugin.assets",
       });
     }
-    for (const file of files) cpSync(join(from, file), join(out, file));
+    const to = asset.to === undefined ? out : join(out, asset.to);
+    mkdirSync(to, { recursive: true });
+    for (const file of files) cpSync(join(from, file), join(to, file));
   }
 
   const signed = signPlugin(out, key);

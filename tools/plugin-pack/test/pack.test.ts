@@ -11,7 +11,11 @@ import { PACKED_DIR, packPlugin, pinPlugins, pinPolicy } from "../src/index.js";
 /** A CommonJS dependency that reads __dirname and requires a builtin, like TypeScript locating its lib files. */
 const FAKE_DEP = "exports.where = () => require('node:path').basename(__dirname);\n";
 
-function fixturePackage(options: { dep?: string; absent?: string[] } = {}): { dir: string; key: string; pub: string } {
+function fixturePackage(options: { dep?: string; absent?: string[]; extra?: Record<string, unknown> } = {}): {
+  dir: string;
+  key: string;
+  pub: string;
+} {
   const dir = mkdtempSync(join(tmpdir(), "asp-pack-"));
   writeFileSync(
     join(dir, "package.json"),
@@ -22,6 +26,7 @@ function fixturePackage(options: { dep?: string; absent?: string[] } = {}): { di
         entry: "built/main.js",
         assets: [{ package: "fake-assets", dir: "lib", match: "^lib\\..*\\.d\\.ts$" }],
         ...(options.absent === undefined ? {} : { absent: options.absent }),
+        ...options.extra,
       },
     }),
   );
@@ -75,6 +80,46 @@ describe("packPlugin", () => {
     expect(run.stdout).toBe(`running from ${PACKED_DIR.split("/").at(-1)}`);
     const verified = verifyPlugin(packed.dir, { trustRoots: readTrustRoots([pub]) });
     expect(verified.evidence.digest).toBe(packed.digest);
+  });
+
+  it("bundles each aspPlugin.modules package into its own file, with assets in the folder `to` names (issue 26: more compilers)", async () => {
+    const { dir, key, pub } = fixturePackage({
+      extra: {
+        modules: [{ package: "fake-dep", out: "mods/dep/dep.mjs" }],
+        assets: [
+          { package: "fake-assets", dir: "lib", match: "^lib\\..*\\.d\\.ts$" },
+          { package: "fake-assets", dir: "lib", match: "^lib\\..*\\.d\\.ts$", to: "mods/dep" },
+        ],
+      },
+    });
+    const packed = await packPlugin(dir, key);
+    expect(readdirSync(join(packed.dir, "mods", "dep")).sort()).toEqual(["dep.mjs", "lib.es2022.d.ts"]);
+    // The module runs from inside the signed folder: its __dirname is its own folder there.
+    const run = spawnSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import m from ${JSON.stringify(join(packed.dir, "mods/dep/dep.mjs"))}; process.stdout.write(m.where());`,
+      ],
+      { encoding: "utf8", cwd: tmpdir() },
+    );
+    expect(run.stdout).toBe("dep");
+    // The digest covers it: change one byte and verification fails.
+    expect(verifyPlugin(packed.dir, { trustRoots: readTrustRoots([pub]) }).evidence.digest).toBe(packed.digest);
+    writeFileSync(join(packed.dir, "mods/dep/dep.mjs"), "export default { where: () => 'swapped' };\n");
+    expect(() => verifyPlugin(packed.dir, { trustRoots: readTrustRoots([pub]) })).toThrow();
+  });
+
+  it.each([
+    [{ modules: [{ package: "fake-dep", out: "../outside.mjs" }] }, "aspPlugin.modules"],
+    [{ modules: [{ package: "fake-dep", out: "dep.js" }] }, "aspPlugin.modules"],
+    [{ assets: [{ package: "fake-assets", dir: "lib", match: ".", to: "/abs" }] }, "aspPlugin.assets"],
+  ])("refuses a module or asset folder outside the plugin (ASP_PACK_BAD_PACKAGE): %j", async (extra, field) => {
+    const { dir, key } = fixturePackage({ extra });
+    const refused = packPlugin(dir, key);
+    await expect(refused).rejects.toThrowWithCode("ASP_PACK_BAD_PACKAGE");
+    await expect(refused).rejects.toMatchObject({ data: { field } });
   });
 
   describe("when the bundle would load code from outside the signed folder (issue 12 item 2)", () => {

@@ -81,6 +81,22 @@ export const DiagnosticSchema = Type.Object(
 export type Diagnostic = Static<typeof DiagnosticSchema>;
 
 /**
+ * The tool that produced a provider's answer, as the provider reports it: e.g. the TypeScript
+ * compiler it chose for the project (`{ name: "typescript", version: "5.9.3", selectedBy:
+ * "pnpm-lock.yaml pins 5.9.3" }`). The provider's own statement, bound to its signed digest;
+ * the host copies it into the receipt's provenance.
+ */
+export const ToolRefSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    version: Type.String({ minLength: 1, maxLength: 64 }),
+    selectedBy: Type.Optional(Type.String({ maxLength: 1024, description: "why this tool and version answered" })),
+  },
+  Closed,
+);
+export type ToolRef = Static<typeof ToolRefSchema>;
+
+/**
  * What a check provider returns for `check/assess`: provider-owned fields only. A decision,
  * verdict, disposition, grant, assurance mode or transaction guarantee anywhere makes it
  * malformed (see `findHostOwnedFields`).
@@ -109,6 +125,7 @@ export const AssessmentSchema = Type.Object(
       ),
     ),
     metrics: Type.Optional(Type.Object({ durationMs: Type.Optional(Type.Number({ minimum: 0 })) }, Closed)),
+    tool: Type.Optional(ToolRefSchema),
   },
   {
     ...Closed,
@@ -288,7 +305,16 @@ export const AuditReceiptSchema = Type.Object(
     validAsOf: Type.Array(Type.Object({ provider: Id, validAsOf: ValidAsOf }, Closed)),
     coverage: Coverage,
     provenance: Type.Array(
-      Type.Object({ provider: ProviderRef, digest: Digest, sources: Type.Array(DiagnosticSource) }, Closed),
+      Type.Object(
+        {
+          provider: ProviderRef,
+          digest: Digest,
+          sources: Type.Array(DiagnosticSource),
+          /** The tool the provider reported answering with (its assessment's `tool`). */
+          tool: Type.Optional(ToolRefSchema),
+        },
+        Closed,
+      ),
     ),
     authority: Type.Array(AuthorityEvidence),
     assurance: AssuranceBlock,
