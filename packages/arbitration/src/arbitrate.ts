@@ -265,6 +265,17 @@ function incompleteness(a: Assessment, source: string): { failClass: FailClass; 
     const why = a.error === undefined ? "" : `: ${a.error.code} ${oneLine(a.error.message, 600)}`.trimEnd();
     return { failClass: "unsupported", detail: `the provider does not support this check${why}` };
   }
+  // A finding cap: how many there were and which files were cut (issue 26 item 4), never just "incomplete".
+  const cut = a.coverage?.truncated;
+  if (cut !== undefined) {
+    const files = a.coverage?.missing ?? [];
+    const named = files.slice(0, 5).map((f) => oneLine(f, 200));
+    const more = files.length > named.length ? ` and ${files.length - named.length} more` : "";
+    return {
+      failClass: "incomplete",
+      detail: `the provider found ${cut.total} finding(s) and reported the first ${cut.reported} (its cap); ${files.length} path(s) missing${files.length > 0 ? `: ${named.join(", ")}${more}` : ""}`,
+    };
+  }
   if (a.status === "incomplete") return { failClass: "incomplete", detail: "the assessment is incomplete" };
   // host §2: "complete" while listing what it did not cover is not complete.
   const missed = a.coverage?.missing?.length ?? 0;

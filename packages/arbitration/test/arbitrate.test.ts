@@ -219,12 +219,36 @@ describe("arbitrate", () => {
         { coverage: { sources: ["ts"], missing: ["src/a.ts"] } },
         "incomplete",
       ],
+      [
+        "cut by its finding cap",
+        {
+          status: "incomplete",
+          coverage: { sources: ["ts"], missing: ["src/a.ts"], truncated: { total: 9, reported: 5 } },
+        },
+        "incomplete",
+      ],
     ])("keeps status %s distinct as %s", (_why, extra, reason) => {
       const r = gate([assessed(TSC, ["ts"], [], extra), assessed(SECRETS, ["secrets"])]);
       expect(r.coverage.degraded).toEqual([
         expect.objectContaining({ provider: TSC.id, requirement: "types", reason }),
       ]);
       expect(r.coverage.ran).toEqual(["secrets"]);
+    });
+
+    it("issue 26: a finding cap says how many findings there were and which paths were cut, in the degraded detail", () => {
+      const missing = ["a.env", "b.env", "c.env", "d.env", "e.env", "f.env", "g\u001b[2J.env"];
+      const r = gate([
+        assessed(TSC, ["ts"], [], {
+          status: "incomplete",
+          coverage: { sources: ["ts"], missing, truncated: { total: 1234, reported: 500 } },
+        }),
+        assessed(SECRETS, ["secrets"]),
+      ]);
+      const entry = r.coverage.degraded.find((d) => d.provider === TSC.id);
+      expect(entry?.detail).toBe(
+        "source ts: the provider found 1234 finding(s) and reported the first 500 (its cap); 7 path(s) missing: a.env, b.env, c.env, d.env, e.env and 2 more",
+      );
+      expect(provisionalDecision(r).decision).not.toBe("allow");
     });
 
     it("treats an assessment naming another provider as malformed and ignores its diagnostics", () => {

@@ -8,7 +8,11 @@ import { SOURCE } from "./scan.js";
 /** The provider's identity; equal to `asp-plugin.json`. */
 export const PROVIDER = Object.freeze({ id: "asp.provider-secrets", version: "0.1.0" });
 
-/** More findings than this in one answer are cut off and the answer is `incomplete`. */
+/**
+ * More findings than this in one answer are cut off and the answer is `incomplete`, with
+ * `coverage.truncated` (`{ total, reported }`) and the files whose findings were cut in
+ * `coverage.missing`.
+ */
 export const MAX_DIAGNOSTICS = 500;
 
 /** Files read and queued for scanning at once (their outcomes are still taken in order). */
@@ -72,7 +76,9 @@ export async function assessSecrets(
   const diagnostics: Diagnostic[] = [];
   const missing: string[] = [];
   let scanned = 0;
-  let truncated = false;
+  /** Findings found, reported or not; the files whose findings the cap cut. */
+  let total = 0;
+  const cut: string[] = [];
   // Reading a blob (a host callback) and scanning it (a worker round trip) are pipelined: up to
   // IN_FLIGHT files are read and queued at once, and their outcomes are taken in target order, so
   // the answer is the same as one at a time, without two thread hand-offs per file on the path.
@@ -119,19 +125,26 @@ export async function assessSecrets(
       continue;
     }
     scanned++;
-    for (const d of r.diagnostics) {
-      if (diagnostics.length >= MAX_DIAGNOSTICS) {
-        truncated = true;
-        break;
-      }
-      diagnostics.push(d);
-    }
+    // Past the cap every file is still scanned, so the answer can say how many findings there
+    // were and which files' findings it left out (issue 26 item 4).
+    total += r.diagnostics.length;
+    const room = MAX_DIAGNOSTICS - diagnostics.length;
+    diagnostics.push(...r.diagnostics.slice(0, Math.max(0, room)));
+    if (r.diagnostics.length > room) cut.push(t.path);
   }
   // Steps still in flight after a cancellation settle on their own (as cancelled or missing).
   for (const p of inflight) void p.catch(() => {});
-  const coverage =
-    missing.length === 0 ? { sources: [SOURCE], paths: scanned } : { sources: [SOURCE], paths: scanned, missing };
-  return { status: missing.length > 0 || truncated ? "incomplete" : "complete", diagnostics, coverage };
+  const all = boundedPaths([...missing, ...cut]);
+  const truncated = total > diagnostics.length ? { truncated: { total, reported: diagnostics.length } } : {};
+  const coverage = { sources: [SOURCE], paths: scanned, ...(all.length === 0 ? {} : { missing: all }), ...truncated };
+  return { status: all.length > 0 ? "incomplete" : "complete", diagnostics, coverage };
+}
+
+/** At most the 10,000 entries an Assessment's `coverage.missing` holds: the last one then counts the rest. */
+function boundedPaths(paths: readonly string[]): string[] {
+  const MAX = 10_000;
+  if (paths.length <= MAX) return [...paths];
+  return [...paths.slice(0, MAX - 1), `… and ${paths.length - (MAX - 1)} more paths`];
 }
 
 /**

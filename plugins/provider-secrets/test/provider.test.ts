@@ -170,6 +170,31 @@ describe("provider-secrets over the protocol", () => {
     }, 150_000);
   });
 
+  describe("more findings than the cap (issue 26 item 4)", () => {
+    it("host §2: reports the first 500, says how many there were and which files were cut, and is incomplete", async () => {
+      // 30 files with 20 distinct tokens each: 600 findings, 100 past the cap.
+      const files: Record<string, string> = { ...BASE } as Record<string, string>;
+      for (let f = 0; f < 30; f++) {
+        const lines = Array.from({ length: 20 }, (_, i) => `t${i} = "ghp_${fake(ALNUM, 36, 1000 + f * 20 + i)}"`);
+        files[`leak/f${String(f).padStart(2, "0")}.env`] = `${lines.join("\n")}\n`;
+      }
+      const { assessment } = await assess(BASE, files, { deadlineMs: 120_000 });
+      expect(validateAssessment(assessment).ok).toBe(true);
+      expect(assessment.status).toBe("incomplete");
+      expect(assessment.diagnostics).toHaveLength(500);
+      expect(assessment.coverage?.truncated).toEqual({ total: 600, reported: 500 });
+      // Files 0–24 fit (25 × 20 = 500); the findings of files 25–29 were cut.
+      expect(assessment.coverage?.missing).toEqual([
+        "leak/f25.env",
+        "leak/f26.env",
+        "leak/f27.env",
+        "leak/f28.env",
+        "leak/f29.env",
+      ]);
+      expect(assessment.coverage?.paths).toBe(30);
+    }, 150_000);
+  });
+
   describe("asp.secrets.json", () => {
     const aws = `AKIA${fake(UPPER_DIGITS, 16, 104)}`;
     const config = JSON.stringify({

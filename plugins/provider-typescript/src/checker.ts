@@ -49,7 +49,10 @@ export interface TypeScriptCheckerOptions {
   readonly scope?: CheckScope;
   /** Folder of the default library files; default: next to the loaded `typescript`, else next to this module. */
   readonly libDir?: string;
-  /** Most diagnostics one check reports (default 1000); beyond it the result is `incomplete`. */
+  /**
+   * Most diagnostics one check reports (default 1000); beyond it the result is `incomplete`, with
+   * `coverage.truncated` and the files whose diagnostics were cut in `coverage.missing`.
+   */
   readonly maxDiagnostics?: number;
   /**
    * The bundled compilers (`major.minor`) allowed to answer, from trusted configuration; default
@@ -108,7 +111,13 @@ export interface CheckResult {
   /** `unsupported`: the project pins a TypeScript this checker cannot serve truthfully (see `error`). */
   readonly status: "complete" | "incomplete" | "unsupported";
   readonly diagnostics: Diagnostic[];
-  readonly coverage: { sources: string[]; paths: number; missing?: string[] };
+  readonly coverage: {
+    sources: string[];
+    paths: number;
+    missing?: string[];
+    /** More diagnostics than `maxDiagnostics`: how many there were and how many are reported. */
+    truncated?: { total: number; reported: number };
+  };
   readonly stats: CheckStats;
   /** The compiler that answered and why it was chosen (absent when none could). */
   readonly tool?: { readonly name: "typescript"; readonly version: string; readonly selectedBy: string };
@@ -605,18 +614,28 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
 
     let diagnostics = toAspDiagnostics(raw, ts);
     const coverageMissing = [...missing.keys()].sort();
-    if (diagnostics.length > maxDiagnostics) {
+    const total = diagnostics.length;
+    if (total > maxDiagnostics) {
+      // Honest about the cap (issue 26 item 4): how many there were, and the files whose diagnostics were cut.
+      const cutFiles = new Set(
+        diagnostics.slice(maxDiagnostics).map((d) => d.range?.path ?? "(no file: option or global diagnostics)"),
+      );
       diagnostics = diagnostics.slice(0, maxDiagnostics);
-      coverageMissing.push(`diagnostics beyond the first ${maxDiagnostics}`);
+      for (const f of [...cutFiles].sort()) if (!missing.has(f)) coverageMissing.push(f);
     }
     const incomplete = coverageMissing.length > 0;
+    const bounded =
+      coverageMissing.length <= 10_000
+        ? coverageMissing
+        : [...coverageMissing.slice(0, 9_999), `… and ${coverageMissing.length - 9_999} more paths`];
     return {
       status: incomplete ? "incomplete" : "complete",
       diagnostics,
       coverage: {
         sources: ["ts"],
         paths: checkedNames.size,
-        ...(incomplete ? { missing: coverageMissing.slice(0, 10_000) } : {}),
+        ...(incomplete ? { missing: bounded } : {}),
+        ...(total > diagnostics.length ? { truncated: { total, reported: diagnostics.length } } : {}),
       },
       stats: {
         ...stats0(),

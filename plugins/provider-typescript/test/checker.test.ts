@@ -252,15 +252,23 @@ describe("createTypeScriptChecker", () => {
         "cancelled by the host",
       );
     });
-    it("answers incomplete when there are more diagnostics than it may report", async () => {
+    it("answers incomplete when there are more diagnostics than it may report, saying how many and which files were cut (issue 26)", async () => {
       const many = Array.from({ length: 5 }, (_, i) => `export const n${i}: number = "x";\n`).join("");
-      const r = await checkChange(createTypeScriptChecker({ maxDiagnostics: 3 }), new MemoryRepo(), BASE, {
-        ...BASE,
-        "src/other.ts": many,
-      });
+      const r = await checkChange(
+        createTypeScriptChecker({ maxDiagnostics: 3, scope: "all" }),
+        new MemoryRepo(),
+        BASE,
+        {
+          ...BASE,
+          "src/other.ts": many,
+          "src/third.ts": 'export const t: number = "x";\n',
+        },
+      );
       expect(r.diagnostics).toHaveLength(3);
+      expect(r.diagnostics.map((d) => d.range?.path)).toEqual(["src/other.ts", "src/other.ts", "src/other.ts"]);
       expect(r.status).toBe("incomplete");
-      expect(r.coverage.missing).toEqual(["diagnostics beyond the first 3"]);
+      expect(r.coverage.truncated).toEqual({ total: 6, reported: 3 });
+      expect(r.coverage.missing).toEqual(["src/other.ts", "src/third.ts"]);
     });
   });
 

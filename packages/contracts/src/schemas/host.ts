@@ -114,6 +114,17 @@ export const AssessmentSchema = Type.Object(
           sources: Type.Array(DiagnosticSource, { uniqueItems: true }),
           paths: Type.Optional(Type.Integer({ minimum: 0 })),
           missing: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 10_000 })),
+          /**
+           * The provider's finding cap was reached: `total` findings found, the first `reported`
+           * in `diagnostics`; the files whose findings were cut are in `missing`. Such an answer
+           * is never complete.
+           */
+          truncated: Type.Optional(
+            Type.Object(
+              { total: Type.Integer({ minimum: 0 }), reported: Type.Integer({ minimum: 0 }) },
+              { ...Closed, description: "findings found and findings reported when a cap cut the list" },
+            ),
+          ),
         },
         Closed,
       ),
