@@ -728,7 +728,44 @@ const SPECS: readonly Spec[] = [
     token: (g) => `DB_PASSWORD = "${g(B64, 32)}"`,
     near: [() => 'DB_PASSWORD = "changeme_changeme_changeme"', () => "DB_PASSWORD = process.env.DB_PASSWORD"],
   },
+  // --- a secret-looking name and its value in each language's own assignment syntax (issue 26:
+  // the generic rule needed `:`/`=` right after the name and missed these) ---
+  ...assignmentContexts(),
 ];
+
+/** The generic rule in the assignment forms of common languages, each with a near miss that reads the value from elsewhere. */
+function assignmentContexts(): Spec[] {
+  const forms: ReadonlyArray<readonly [string, (v: string) => string, string]> = [
+    ["Go typed var", (v) => `var apiToken string = "${v}"`, 'var apiToken string = os.Getenv("API_TOKEN")'],
+    [
+      "TypeScript typed const",
+      (v) => `const apiToken: string = "${v}";`,
+      'const apiToken: string = process.env.API_TOKEN ?? "";',
+    ],
+    ["Make ?=", (v) => `API_TOKEN ?= ${v}`, "API_TOKEN ?= $(shell cat .token)"],
+    ["Make ::=", (v) => `API_TOKEN ::= ${v}`, "API_TOKEN ::= $(API_TOKEN_FROM_ENV)"],
+    ["Make :::=", (v) => `API_TOKEN :::= ${v}`, "API_TOKEN :::= $(API_TOKEN_FROM_ENV)"],
+    ["PHP .=", (v) => `$apiToken .= '${v}';`, "$apiToken .= getenv('API_TOKEN');"],
+    [
+      "Java System.setProperty",
+      (v) => `System.setProperty("API_TOKEN", "${v}");`,
+      'System.setProperty("API_TOKEN", System.getenv("API_TOKEN"));',
+    ],
+    [
+      "XML element on its own lines",
+      (v) => `<config>\n  <password>\n    ${v}\n  </password>\n</config>`,
+      "<config>\n  <password>%DB_PASSWORD%</password>\n</config>",
+    ],
+  ];
+  return forms.map(([name, form, near]) => ({
+    format: `Secret assigned: ${name}`,
+    codes: ["high-entropy-assignment"],
+    line: true,
+    token: (g: Gen) => form(g(B64, 32)),
+    // A regular expression's named group is no assignment (`(?<secret>...`, as in a rule file).
+    near: [() => near, () => "(?<secret>pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,300})(?![A-Za-z0-9_-])"],
+  }));
+}
 
 const CONTEXTS: ReadonlyArray<(token: string) => string> = [
   (t) => `# service configuration\nCREDENTIAL=${t}\n`,
