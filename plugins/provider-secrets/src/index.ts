@@ -39,6 +39,7 @@ export {
   alphabetOf,
   findingFingerprint,
   isBinary,
+  isPlaceholder,
   passesEntropy,
   SOURCE,
   scanBlob,

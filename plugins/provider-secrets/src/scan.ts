@@ -39,6 +39,54 @@ function isPhrase(value: string): boolean {
   return parts.filter((p) => /^[A-Za-z]+$/.test(p)).length * 2 >= parts.length;
 }
 
+/** Passwords documentation and local setups write where a real one would go. */
+const PLACEHOLDER_PASSWORDS = new Set([
+  "pass",
+  "password",
+  "passwd",
+  "pwd",
+  "secret",
+  "changeme",
+  "user",
+  "username",
+  "root",
+  "admin",
+  "guest",
+  "test",
+  "example",
+  "postgres",
+  "mysql",
+  "redis",
+  "rabbitmq",
+  "mongo",
+  "sa",
+]);
+
+/**
+ * True when a matched value is a placeholder, never a credential (issue 26: a quarter of a
+ * public scanner's own negative samples were flagged on these):
+ * - most of it is runs of one repeated character (`ghp_xxxx…`, `glpat-XXXX…`, `AKIAXXXX…`,
+ *   `xoxb-0000…-xxxx…`): at least half its characters in runs of 4 or more, which a random
+ *   token essentially never has (a private key block, which has runs of `A`, is far below half);
+ * - a URL's password is one of the words documentation uses (`redis://user:pass@localhost`,
+ *   `postgres://postgres:postgres@…`).
+ */
+export function isPlaceholder(value: string): boolean {
+  if (value.length >= 8) {
+    let inRuns = 0;
+    for (let i = 0; i < value.length; ) {
+      let j = i + 1;
+      while (j < value.length && value[j] === value[i]) j++;
+      if (j - i >= 4) inRuns += j - i;
+      i = j;
+    }
+    if (inRuns * 2 >= value.length) return true;
+  }
+  const url = /^[a-z][a-z0-9+.-]*:\/\/[^:/\s@]*:([^@/\s]+)@/i.exec(value);
+  const password = url === null ? value : url[1];
+  return PLACEHOLDER_PASSWORDS.has((password ?? "").toLowerCase());
+}
+
 /** True when `value` passes an entropy gate (long enough, random enough for its alphabet). */
 export function passesEntropy(value: string, gate: EntropyGate): boolean {
   if (value.length < gate.minLength) return false;
@@ -170,6 +218,11 @@ async function scanView(
       if (detector.entropy !== undefined && !passesEntropy(c.secret, detector.entropy)) continue;
       if (detector.stopwords?.some((w) => c.secret.toLowerCase().includes(w)) === true) continue;
       if (allowlist.values.has(c.secret)) continue;
+      // A placeholder is claimed (no later, more generic rule reports it) but not reported.
+      if (isPlaceholder(c.secret)) {
+        mine.push([c.start, c.end]);
+        continue;
+      }
       mine.push([c.start, c.end]);
       report(detector, c);
     }

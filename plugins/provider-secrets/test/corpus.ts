@@ -778,6 +778,29 @@ const NEAR_CONTEXTS: ReadonlyArray<(s: string) => string> = [
   (s) => `// see ${s} in the docs\n`,
 ];
 
+/**
+ * Placeholders documentation writes where a credential would go, and identifiers next to a
+ * secret-looking name (issue 26: a public scanner's negative samples): near misses of the format
+ * they imitate, each a whole file.
+ */
+const PLACEHOLDERS: Readonly<Record<string, readonly string[]>> = {
+  "AWS access key id": ["aws_access_key_id = AKIAXXXXXXXXXXXXXXXX\n"],
+  "GitHub personal access token (classic)": [
+    `GITHUB_TOKEN=ghp_${"x".repeat(36)}\n`,
+    `token: "ghp_${"X".repeat(36)}"\n`,
+  ],
+  "GitLab personal access token": [`CI_TOKEN=glpat-${"X".repeat(20)}\n`],
+  "Slack bot token": [`SLACK_BOT_TOKEN=xoxb-${"0".repeat(12)}-${"0".repeat(13)}-${"x".repeat(24)}\n`],
+  "Stripe secret key": [`STRIPE_KEY=sk_live_${"x".repeat(24)}\n`],
+  "Redis URL with password": ["REDIS_URL=redis://user:pass@localhost:6379/0\n"],
+  "PostgreSQL URL with password": ["DATABASE_URL=postgres://postgres:postgres@localhost:5432/app\n"],
+  "Password assigned in config": [
+    "credentialsId: 'a1b2c3d4-e5f6-4789-abcd-0123456789ab'\n",
+    'secretName: "prod-db-credentials-2024-v2"\n',
+    "api_key_id = AKID9f8e7d6c5b4a39281706\n",
+  ],
+};
+
 /** The corpus, generated from `seed`: reproducible, and different secrets for another seed. */
 export function corpus(seed = 17): CorpusFormat[] {
   let n = seed * 1000;
@@ -787,8 +810,11 @@ export function corpus(seed = 17): CorpusFormat[] {
     ...(s.listed === true ? { listed: true } : {}),
     codes: s.codes,
     positives: s.line === true ? [0, 1, 2].map(() => `# config\n${s.token(g)}\n`) : CONTEXTS.map((c) => c(s.token(g))),
-    negatives: s.near.flatMap((near) =>
-      s.line === true ? [`# config\n${near(g)}\n`] : NEAR_CONTEXTS.map((c) => c(near(g))),
-    ),
+    negatives: [
+      ...s.near.flatMap((near) =>
+        s.line === true ? [`# config\n${near(g)}\n`] : NEAR_CONTEXTS.map((c) => c(near(g))),
+      ),
+      ...(PLACEHOLDERS[s.format] ?? []),
+    ],
   }));
 }

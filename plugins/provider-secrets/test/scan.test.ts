@@ -7,6 +7,7 @@ import {
   effectiveAllowlist,
   findingFingerprint,
   isBinary,
+  isPlaceholder,
   parseSecretsConfig,
   passesEntropy,
   scanBlob,
@@ -121,6 +122,52 @@ describe("scanText", () => {
     });
     it("ignores random values that are not assigned to a secret-looking name", async () => {
       expect(await scanText(`const colour = "${fake(BASE64, 32, 5)}";\n`, "a.ts")).toEqual([]);
+    });
+  });
+
+  describe("placeholders (issue 26)", () => {
+    it("a value mostly made of repeated characters, or a documentation password in a URL, is a placeholder", () => {
+      for (const v of [
+        `ghp_${"x".repeat(36)}`,
+        `glpat-${"X".repeat(20)}`,
+        `xoxb-${"0".repeat(12)}-${"0".repeat(13)}-${"x".repeat(24)}`,
+        "AKIAXXXXXXXXXXXXXXXX",
+        "redis://user:pass@localhost:6379",
+        "postgres://postgres:postgres@db:5432/app",
+      ]) {
+        expect(isPlaceholder(v), v).toBe(true);
+      }
+    });
+
+    it("a random token never is, whatever its alphabet (property), nor a private key block with runs of A", () => {
+      fc.assert(
+        fc.property(
+          fc.constantFrom(ALNUM, HEX, BASE64, UPPER_DIGITS),
+          fc.integer({ min: 16, max: 64 }),
+          fc.nat(),
+          (alphabet, length, seed) => {
+            const token = fake(alphabet, length, seed);
+            return !isPlaceholder(token) && !isPlaceholder(`ghp_${token}`);
+          },
+        ),
+      );
+      const key = samples().find((s) => s.rule === "private-key");
+      if (key !== undefined) expect(isPlaceholder(key.secret)).toBe(false);
+      expect(
+        isPlaceholder("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQAAACDx"),
+      ).toBe(false);
+      expect(isPlaceholder(`redis://user:${fake(ALNUM, 16, 7)}@cache.internal:6379`)).toBe(false);
+    });
+
+    it("placeholders give no finding, and are not reported by a more generic rule either", async () => {
+      const text = [
+        `GITHUB_TOKEN=ghp_${"x".repeat(36)}`,
+        "aws_access_key_id = AKIAXXXXXXXXXXXXXXXX",
+        "REDIS_URL=redis://user:pass@localhost:6379/0",
+        `SLACK_TOKEN=xoxb-${"0".repeat(12)}-${"0".repeat(13)}-${"x".repeat(24)}`,
+        "credentialsId: 'a1b2c3d4-e5f6-4789-abcd-0123456789ab'",
+      ].join("\n");
+      expect(await scanText(text, "docs/setup.md")).toEqual([]);
     });
   });
 
