@@ -72,7 +72,7 @@ export interface BoundedScannerOptions {
 function specOf(rules: RuleSet): RuleSetSpec {
   return {
     version: 1,
-    rules: rules.rules.map(({ regex: _compiled, ...rule }) => rule),
+    rules: rules.rules.map(({ regex: _compiled, pathRegex: _path, ...rule }) => rule),
     allowlist: rules.allowlist,
   };
 }

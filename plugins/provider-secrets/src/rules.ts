@@ -42,6 +42,13 @@ export interface SecretRule {
   readonly help?: string;
   /** A page that explains the credential and how to revoke it. */
   readonly href?: string;
+  /**
+   * A case-insensitive JavaScript regular expression over the repository-relative path: the rule
+   * runs only on files whose path matches, and only on the file's own text (never on decoded
+   * views). With a pattern that takes the file's start (`^(?<secret>[\s\S]{16,64})`), the file
+   * itself is the finding (a committed `.p12` keystore).
+   */
+  readonly path?: string;
 }
 
 /** What an allowlist may name: paths (globs), fingerprints, and published example values. */
@@ -70,6 +77,8 @@ export interface RuleSetSpec {
 export interface CompiledRule extends SecretRule {
   /** Global, with indices (`gd`), ready for `matchAll`. */
   readonly regex: RegExp;
+  /** `path`, compiled. */
+  readonly pathRegex?: RegExp;
 }
 
 /** A validated rule set. */
@@ -93,6 +102,7 @@ const RULE_KEYS = new Set([
   "stopwords",
   "help",
   "href",
+  "path",
 ]);
 const ENTROPY_KEYS = new Set(["minLength", "hex", "base64", "requireDigit", "rejectPhrases"]);
 
@@ -118,7 +128,7 @@ function compileRule(raw: unknown, index: number): CompiledRule {
   if (!isObject(raw)) fail(`${where} must be an object`, { where });
   for (const key of Object.keys(raw))
     if (!RULE_KEYS.has(key)) fail(`${where} has unknown key "${key}"`, { where, key });
-  const { id, description, pattern, flags, severity, keywords, entropy, stopwords, help, href } = raw;
+  const { id, description, pattern, flags, severity, keywords, entropy, stopwords, help, href, path } = raw;
   if (typeof id !== "string" || !RULE_ID.test(id)) fail(`${where}.id must match ${RULE_ID}`, { where });
   if (typeof description !== "string" || description === "") fail(`rule ${id}: description is required`, { rule: id });
   if (typeof pattern !== "string" || pattern === "") fail(`rule ${id}: pattern is required`, { rule: id });
@@ -183,6 +193,15 @@ function compileRule(raw: unknown, index: number): CompiledRule {
   if (href !== undefined) {
     if (typeof href !== "string" || !/^https:\/\/\S+$/.test(href)) fail(`rule ${id}: href must be an https URL`);
     rule.href = href;
+  }
+  if (path !== undefined) {
+    if (typeof path !== "string" || path === "") fail(`rule ${id}: path must be a non-empty string`, { rule: id });
+    try {
+      rule.pathRegex = new RegExp(path, "i");
+    } catch (error) {
+      fail(`rule ${id}: path does not compile: ${(error as Error).message}`, { rule: id });
+    }
+    rule.path = path;
   }
   return Object.freeze(rule);
 }

@@ -207,6 +207,7 @@ async function scanView(
   rules: RuleSet,
   allowlist: Allowlist,
   report: (detector: Detector, span: Span) => void,
+  primary: boolean,
 ): Promise<void> {
   const lower = text.toLowerCase();
   const claimed: Array<readonly [number, number]> = [];
@@ -230,6 +231,8 @@ async function scanView(
   };
   const runRules = (which: readonly CompiledRule[]): void => {
     for (const rule of which) {
+      // A path rule runs on matching files' own text only (never on a decoded view).
+      if (rule.pathRegex !== undefined && (!primary || !rule.pathRegex.test(path))) continue;
       if (rule.keywords !== undefined && !rule.keywords.some((k) => lower.includes(k))) continue;
       accept(rule, ruleSpans(rule, text));
     }
@@ -280,8 +283,8 @@ export async function scanText(
     const hit: Hit = { detector, secret: span.secret, start: at.start, end: at.end, occurrences: 1 };
     hits.set(key, view === undefined ? hit : { ...hit, encoding: view.encoding });
   };
-  await scanView(text, path, rules, allowlist, record(undefined));
-  for (const view of encodedViews(text)) await scanView(view.text, path, rules, allowlist, record(view));
+  await scanView(text, path, rules, allowlist, record(undefined), true);
+  for (const view of encodedViews(text)) await scanView(view.text, path, rules, allowlist, record(view), false);
   if (hits.size === 0) return [];
   return toDiagnostics([...hits.values()], text, path, allowlist);
 }

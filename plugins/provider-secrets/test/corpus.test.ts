@@ -29,12 +29,13 @@ const codesOf = (found: Diagnostic[]): string[] => found.map((d) => d.code.repla
 async function measure(format: CorpusFormat): Promise<Row> {
   let found = 0;
   for (const [i, text] of format.positives.entries()) {
-    const codes = codesOf(await scanText(text, `fixtures/pos-${i}.env`));
+    const codes = codesOf(await scanText(text, format.path ?? `fixtures/pos-${i}.env`));
     if (codes.some((c) => format.codes.includes(c))) found++;
   }
   let falsePositives = 0;
   for (const [i, text] of format.negatives.entries()) {
-    if ((await scanText(text, `fixtures/neg-${i}.env`)).length > 0) falsePositives++;
+    if ((await scanText(text, format.negativePath ?? format.path ?? `fixtures/neg-${i}.env`)).length > 0)
+      falsePositives++;
   }
   return {
     format: format.format,

@@ -24,11 +24,17 @@ export interface CorpusFormat {
   readonly positives: readonly string[];
   /** Near misses: each is one file's text that must give no finding at all. */
   readonly negatives: readonly string[];
+  /** The path the positives are scanned at (default `fixtures/pos-N.env`): path rules need theirs. */
+  readonly path?: string;
+  /** The path the near misses are scanned at (default: `path`, else `fixtures/neg-N.env`). */
+  readonly negativePath?: string;
 }
 
 type Gen = (alphabet: string, n: number) => string;
 
 interface Spec {
+  readonly path?: string;
+  readonly negativePath?: string;
   readonly format: string;
   readonly listed?: boolean;
   readonly codes: readonly string[];
@@ -731,6 +737,37 @@ const SPECS: readonly Spec[] = [
   // --- a secret-looking name and its value in each language's own assignment syntax (issue 26:
   // the generic rule needed `:`/`=` right after the name and missed these) ---
   ...assignmentContexts(),
+  // --- path rules: where the file is decides (issue 26) ---
+  {
+    format: "PKCS#12 keystore file",
+    codes: ["pkcs12-file"],
+    line: true,
+    path: "certs/client.p12",
+    negativePath: "docs/client.p12.md",
+    // DER of a PKCS#12 PFX: SEQUENCE, version 3, then random-looking content, read as latin1.
+    token: (g) => `0\x82\x0a>\x02\x01\x030\x82\x0a\x04\x06\x09*\x86H\x86\xf7\x0d\x01\x07\x01${g(B64, 48)}`,
+    near: [(g) => `0\x82\x0a>\x02\x01\x030\x82\x0a\x04\x06\x09*\x86H\x86\xf7\x0d\x01\x07\x01${g(B64, 48)}`],
+  },
+  {
+    format: "nuget.config clear-text password",
+    codes: ["nuget-config-password"],
+    line: true,
+    path: "nuget.config",
+    token: (g) =>
+      `<configuration>\n  <packageSourceCredentials>\n    <feed>\n      <add key="Username" value="ci" />\n      <add key="ClearTextPassword" value="${g(ALNUM, 24)}" />\n    </feed>\n  </packageSourceCredentials>\n</configuration>`,
+    near: [
+      () => '<add key="ClearTextPassword" value="%NUGET_FEED_PASSWORD%" />',
+      () => '<add key="Password" value="$(NugetFeedPassword)" />',
+    ],
+  },
+  {
+    format: "Terraform literal password",
+    codes: ["terraform-password"],
+    line: true,
+    path: "infra/database.tf",
+    token: (g) => `resource "azurerm_mssql_server" "db" {\n  administrator_login_password = "${g(ALNUM, 20)}"\n}`,
+    near: [() => "  administrator_login_password = var.db_password", () => `  password = "${"$"}{var.db_password}"`],
+  },
 ];
 
 /** The generic rule in the assignment forms of common languages, each with a near miss that reads the value from elsewhere. */
@@ -808,6 +845,8 @@ export function corpus(seed = 17): CorpusFormat[] {
   return SPECS.map((s) => ({
     format: s.format,
     ...(s.listed === true ? { listed: true } : {}),
+    ...(s.path === undefined ? {} : { path: s.path }),
+    ...(s.negativePath === undefined ? {} : { negativePath: s.negativePath }),
     codes: s.codes,
     positives: s.line === true ? [0, 1, 2].map(() => `# config\n${s.token(g)}\n`) : CONTEXTS.map((c) => c(s.token(g))),
     negatives: [

@@ -32,7 +32,8 @@ function source(i: number): string {
 
 /** The rule set's patterns as one PCRE (named groups may repeat across alternatives: `(?J)`). */
 function combinedPattern(): string {
-  const parts = DEFAULT_RULES.rules.map((r) => {
+  // Path rules decide by a file's path, which one pattern over the contents cannot express.
+  const parts = DEFAULT_RULES.rules.filter((r) => r.path === undefined).map((r) => {
     const flags = (r.flags ?? "").replace(/[^ims]/g, "");
     // PCRE bounds a quantifier at 65,535 (the private-key body allows 65,536 characters).
     const pattern = r.pattern.replace(
