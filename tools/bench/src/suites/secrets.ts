@@ -33,15 +33,17 @@ function source(i: number): string {
 /** The rule set's patterns as one PCRE (named groups may repeat across alternatives: `(?J)`). */
 function combinedPattern(): string {
   // Path rules decide by a file's path, which one pattern over the contents cannot express.
-  const parts = DEFAULT_RULES.rules.filter((r) => r.path === undefined).map((r) => {
-    const flags = (r.flags ?? "").replace(/[^ims]/g, "");
-    // PCRE bounds a quantifier at 65,535 (the private-key body allows 65,536 characters).
-    const pattern = r.pattern.replace(
-      /\{(\d+),(\d+)\}/g,
-      (_m, lo: string, hi: string) => `{${lo},${Math.min(Number(hi), 65_535)}}`,
-    );
-    return flags === "" ? `(?:${pattern})` : `(?${flags}:${pattern})`;
-  });
+  const parts = DEFAULT_RULES.rules
+    .filter((r) => r.path === undefined)
+    .map((r) => {
+      const flags = (r.flags ?? "").replace(/[^ims]/g, "");
+      // PCRE bounds a quantifier at 65,535 (the private-key body allows 65,536 characters).
+      const pattern = r.pattern.replace(
+        /\{(\d+),(\d+)\}/g,
+        (_m, lo: string, hi: string) => `{${lo},${Math.min(Number(hi), 65_535)}}`,
+      );
+      return flags === "" ? `(?:${pattern})` : `(?${flags}:${pattern})`;
+    });
   return `(?J)${parts.join("|")}`;
 }
 
