@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { corpus } from "../plugins/provider-secrets/test/corpus.js";
 import { ROOT } from "./lib/workspace.js";
@@ -50,13 +50,20 @@ function labelledRepository(options: { readonly dropRule?: boolean; readonly for
   for (const f of corpus().slice(0, options.formats)) {
     const dir = join(repo, "corpus", f.format.replace(/[^A-Za-z0-9._-]+/g, "-"));
     mkdirSync(dir, { recursive: true });
+    // A format found by where it sits (a path rule: `.p12`, `nuget.config`, `.tf`) keeps its file name.
+    const at = (kind: string, i: number, path: string | undefined) =>
+      path === undefined ? `${kind}-${i}.txt` : `${kind}-${i}/${basename(path)}`;
     f.positives.slice(0, 1).forEach((text, i) => {
-      writeFileSync(join(dir, `tp-${i}.txt`), text);
-      labels[`corpus/${dir.split("/corpus/")[1]}/tp-${i}.txt#secrets/*`] = "tp";
+      const name = at("tp", i, f.path);
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
+      writeFileSync(join(dir, name), text);
+      labels[`corpus/${dir.split("/corpus/")[1]}/${name}#secrets/*`] = "tp";
     });
     f.negatives.slice(0, 1).forEach((text, i) => {
-      writeFileSync(join(dir, `near-${i}.txt`), text);
-      labels[`corpus/${dir.split("/corpus/")[1]}/near-${i}.txt#*`] = "fp";
+      const name = at("near", i, f.negativePath ?? f.path);
+      mkdirSync(dirname(join(dir, name)), { recursive: true });
+      writeFileSync(join(dir, name), text);
+      labels[`corpus/${dir.split("/corpus/")[1]}/${name}#*`] = "fp";
     });
   }
   mkdirSync(join(repo, "ts"));
