@@ -737,6 +737,37 @@ const SPECS: readonly Spec[] = [
   // --- a secret-looking name and its value in each language's own assignment syntax (issue 26:
   // the generic rule needed `:`/`=` right after the name and missed these) ---
   ...assignmentContexts(),
+  // --- formats with no rule before (issue 26) ---
+  {
+    format: "OpenShift OAuth token",
+    codes: ["openshift-user-token"],
+    token: (g) => `sha256~${g(URL_SAFE, 43)}`,
+    near: [(g) => `sha256~${g(URL_SAFE, 20)}`, (g) => `sha256:${g(HEX, 64)}`],
+  },
+  {
+    format: "Harness personal access token",
+    codes: ["harness-token"],
+    token: (g) => `pat.${g(URL_SAFE, 22)}.${g(ALNUM, 24)}.${g(ALNUM, 20)}`,
+    near: [(g) => `pat.${g(ALNUM, 10)}.${g(ALNUM, 10)}`],
+  },
+  {
+    format: "Harness service account token",
+    codes: ["harness-token"],
+    token: (g) => `sat.${g(URL_SAFE, 22)}.${g(ALNUM, 24)}.${g(ALNUM, 20)}`,
+    near: [(g) => `sat.${g(ALNUM, 22)}`],
+  },
+  {
+    format: "Adobe client secret",
+    codes: ["adobe-client-secret"],
+    token: (g) => `p8e-${g(ALNUM, 32)}`,
+    near: [(g) => `p8e-${g(ALNUM, 12)}`],
+  },
+  {
+    format: "Flutterwave secret key",
+    codes: ["flutterwave-secret-key"],
+    token: (g) => `FLWSECK_TEST-${g(HEX, 32)}-X`,
+    near: [(g) => `FLWPUBK_TEST-${g(HEX, 32)}-X`],
+  },
   // --- path rules: where the file is decides (issue 26) ---
   {
     format: "PKCS#12 keystore file",
