@@ -16,7 +16,7 @@ import {
 import { TypeScriptProviderError } from "./errors.js";
 import { fingerprintDiagnostic, normalizeText } from "./fingerprint.js";
 import { codeHref, helpFor } from "./help.js";
-import { abs, type EnvironmentTree, OverlayFs, ROOT, relOf, TreeEntryCache } from "./vfs.js";
+import { abs, type EnvironmentTree, OverlayFs, parentOf, ROOT, relOf, TreeEntryCache } from "./vfs.js";
 
 const inNodeModules = (rel: string): boolean => rel.startsWith("node_modules/") || rel.includes("/node_modules/");
 const SKIP_DIRS = new Set([".git", ".hg", ".svn"]);
@@ -681,12 +681,6 @@ function zeroStats(blobReads: number, treeReads: number): CheckStats {
     rounds: 0,
     projects: 0,
   };
-}
-
-function parentOf(rel: string): string | null {
-  if (rel === "") return null;
-  const i = rel.lastIndexOf("/");
-  return i < 0 ? "" : rel.slice(0, i);
 }
 
 function isConfigFile(rel: string): boolean {

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import ts from "typescript";
 import { TypeScriptProviderError } from "./errors.js";
+import { parentOf } from "./vfs.js";
 
 /** The TypeScript compiler API, as the checker uses it (typed by the default compiler's declarations). */
 export type Compiler = typeof ts;
@@ -64,7 +65,7 @@ const VERSION = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
  */
 export function pinnedTypeScript(read: ReadFile, projectDir: string): PinnedVersion | null {
   const dirs: string[] = [];
-  for (let d: string | null = projectDir; d !== null; d = parentDir(d)) dirs.push(d);
+  for (let d: string | null = projectDir; d !== null; d = parentOf(d)) dirs.push(d);
   for (const dir of dirs) {
     const rel = join2(dir, "node_modules/typescript/package.json");
     const text = read(rel);
@@ -336,12 +337,6 @@ export async function loadCompiler(compiler: BundledCompiler, defaultLibDir: str
     });
   }
   return { compiler: { ...compiler, version: loaded.version }, ts: loaded, libDir: libDir.replaceAll("\\", "/") };
-}
-
-function parentDir(rel: string): string | null {
-  if (rel === "") return null;
-  const i = rel.lastIndexOf("/");
-  return i < 0 ? "" : rel.slice(0, i);
 }
 
 function join2(dir: string, rel: string): string {

@@ -379,7 +379,8 @@ function withoutRoots(listing: TreeListing, roots: readonly string[]): TreeListi
   };
 }
 
-function parentOf(rel: string): string | null {
+/** The folder holding a repository-relative path (`""` for the root's entries), or null for the root itself. */
+export function parentOf(rel: string): string | null {
   if (rel === "") return null;
   const i = rel.lastIndexOf("/");
   return i < 0 ? "" : rel.slice(0, i);

@@ -203,35 +203,24 @@ function readConfig(root: string): PackConfig {
       bad(`.${field}`, "a path relative to the package");
   }
   if (c.absent !== undefined && !isStringArray(c.absent)) bad(".absent", "an array of module names");
-  if (
-    c.assets !== undefined &&
+  /** An optional array whose every entry is an object that `ok` accepts. */
+  const badList = (v: unknown, ok: (o: Record<string, unknown>) => boolean): boolean =>
+    v !== undefined &&
     !(
-      Array.isArray(c.assets) &&
-      c.assets.every(
-        (a: unknown) =>
-          typeof a === "object" &&
-          a !== null &&
-          ["package", "dir", "match"].every((k) => typeof (a as Record<string, unknown>)[k] === "string") &&
-          ((a as Record<string, unknown>).to === undefined || isInsidePath((a as Record<string, unknown>).to)),
-      )
+      Array.isArray(v) &&
+      v.every((o: unknown) => typeof o === "object" && o !== null && ok(o as Record<string, unknown>))
+    );
+  if (
+    badList(
+      c.assets,
+      (a) =>
+        ["package", "dir", "match"].every((k) => typeof a[k] === "string") &&
+        (a.to === undefined || isInsidePath(a.to)),
     )
   ) {
     bad(".assets", "an array of { package, dir, match, to? } strings (to: a folder inside the plugin)");
   }
-  if (
-    c.modules !== undefined &&
-    !(
-      Array.isArray(c.modules) &&
-      c.modules.every(
-        (m: unknown) =>
-          typeof m === "object" &&
-          m !== null &&
-          typeof (m as Record<string, unknown>).package === "string" &&
-          isInsidePath((m as Record<string, unknown>).out) &&
-          String((m as Record<string, unknown>).out).endsWith(".mjs"),
-      )
-    )
-  ) {
+  if (badList(c.modules, (m) => typeof m.package === "string" && isInsidePath(m.out) && m.out.endsWith(".mjs"))) {
     bad(".modules", "an array of { package, out } with out a .mjs path inside the plugin");
   }
   return c as PackConfig;
