@@ -433,7 +433,13 @@ export function createTypeScriptChecker(options: TypeScriptCheckerOptions = {}):
     const programs = new Map<string, ts.Program>();
 
     for (const [index, { config, parsed }] of projects.entries()) {
-      const compilerOptions: ts.CompilerOptions = { ...parsed.options, noEmit: true };
+      // `tsc -b` (a root with references) emits, so `emitDeclarationOnly` there is no conflict; only
+      // `tsc --noEmit -p` itself reports it against noEmit (TS5053), as this then does too.
+      const { emitDeclarationOnly, ...emitting } = parsed.options;
+      const compilerOptions: ts.CompilerOptions =
+        projects.length > 1 || emitDeclarationOnly !== true
+          ? { ...emitting, noEmit: true }
+          : { ...parsed.options, noEmit: true };
       const optionsKey = createHash("sha256").update(JSON.stringify(compilerOptions)).digest("hex").slice(0, 16);
       const parseKey = parseKeyOf(ts, compilerOptions);
       const rootNames = parsed.fileNames;
