@@ -33,7 +33,15 @@ export type { SecretsErrorCode } from "./errors.js";
 export { SecretsError } from "./errors.js";
 export type { SecretsProviderOptions } from "./provider.js";
 export { assessSecrets, createSecretsProvider, MAX_DIAGNOSTICS, PROVIDER } from "./provider.js";
-export type { AllowlistSpec, CompiledRule, EntropyGate, RuleSet, RuleSetSpec, SecretRule } from "./rules.js";
+export type {
+  AllowlistSpec,
+  CompiledRule,
+  EntropyGate,
+  RuleSet,
+  RuleSetSpec,
+  SecretRule,
+  ServiceValueSpec,
+} from "./rules.js";
 export { DEFAULT_RULES, loadRuleSet } from "./rules.js";
 export {
   alphabetOf,

@@ -65,11 +65,33 @@ export interface AllowlistSpec {
   readonly values?: readonly string[];
 }
 
-/** A rule-set file: version 1, rules, and a built-in allowlist. */
+/**
+ * A value a service issues that has no prefix of its own (a 40-character key, a UUID): it counts
+ * only assigned to a name holding the service's name (`ZENDESK_API_TOKEN = "…"`,
+ * `zendesk: { secret: … }` does not), in every assignment form the generic rule knows, and never
+ * under an identifier's name (`…_id`, `…Name`, `…Url`). Compiled into an ordinary rule.
+ */
+export interface ServiceValueSpec {
+  /** `[a-z0-9-]`, unique among rules and services; the diagnostic code is `secrets/<id>`. */
+  readonly id: string;
+  readonly description: string;
+  /** Lower-case service names; one must occur in the assigned name (and they are the keywords). */
+  readonly names: readonly string[];
+  /** A JavaScript pattern of the whole value, matched case-insensitively with exact bounds. */
+  readonly value: string;
+  /** Default `error`. */
+  readonly severity?: Severity;
+  /** Default: at least 3.0 bits per character (2.5 for hex), with a digit. */
+  readonly entropy?: EntropyGate;
+  readonly help?: string;
+}
+
+/** A rule-set file: version 1, rules, service values, and a built-in allowlist. */
 export interface RuleSetSpec {
   readonly version: 1;
   readonly description?: string;
   readonly rules: readonly SecretRule[];
+  readonly services?: readonly ServiceValueSpec[];
   readonly allowlist?: AllowlistSpec;
 }
 
@@ -206,6 +228,46 @@ function compileRule(raw: unknown, index: number): CompiledRule {
   return Object.freeze(rule);
 }
 
+/** A name that labels an identifier, not a secret: the assigned name ends with one of these. */
+const IDENTIFIER_TAIL = "(?:ids?|name|type|path|file|url|uri|ref|header|prefix|region|endpoint|host|user(?:name)?)";
+
+/**
+ * The assignment forms a service value is recognised in, after the name: `=`, `:`, `:=`, `?=`,
+ * `::=`, `.=`, `=>`, a typed declaration (`x: string =`, `var x string =`), `"name", "value"`
+ * (after a closing quote) and an XML element (`<name>value`).
+ */
+const ASSIGNMENT =
+  "[\"'\\]]{0,2}(?:\\s{0,8}(?::\\s{0,8}[A-Za-z_][A-Za-z0-9_.<>|?\\[\\]]{0,40}\\s{0,8})?=|\\s{1,8}[A-Za-z_*\\[\\]][A-Za-z0-9_.*\\[\\]]{0,40}\\s{0,8}=|\\s{0,8}(?::{1,3}=|[?+.]=|=>|:)|(?<=[\"'])\\s{0,8},|>\\s{0,16})\\s{0,8}[\"'`]?";
+
+const SERVICE_KEYS = new Set(["id", "description", "names", "value", "severity", "entropy", "help"]);
+const SERVICE_HELP =
+  "Revoke this credential in the service's console and issue a new one, remove it from the change and from git history (git filter-repo), and read it from a secret store or the environment.";
+
+/** A service value as the rule {@link compileRule} checks like any other. */
+function serviceRule(raw: unknown, index: number): unknown {
+  const where = `services[${index}]`;
+  if (!isObject(raw)) fail(`${where} must be an object`, { where });
+  for (const key of Object.keys(raw))
+    if (!SERVICE_KEYS.has(key)) fail(`${where} has unknown key "${key}"`, { where, key });
+  const names = stringList(raw.names, `${where}.names`, (s) => s === s.toLowerCase() && /^[a-z0-9._-]+$/.test(s));
+  if (names.length === 0) fail(`${where}.names must name the service`, { where });
+  if (typeof raw.value !== "string" || raw.value === "") fail(`${where}.value is required`, { where });
+  const escaped = names.map((n) => n.replace(/[.]/g, "\\."));
+  const pattern =
+    `(?:${escaped.join("|")})(?![A-Za-z0-9_.-]{0,32}?${IDENTIFIER_TAIL}(?![A-Za-z0-9_.-]))[A-Za-z0-9_.-]{0,32}?` +
+    `${ASSIGNMENT}(?<secret>${raw.value})(?![A-Za-z0-9_-])`;
+  return {
+    id: raw.id,
+    description: raw.description,
+    pattern,
+    flags: "i",
+    severity: raw.severity ?? "error",
+    keywords: names,
+    entropy: raw.entropy ?? { minLength: 8, hex: 2.5, base64: 3.0, requireDigit: true },
+    help: raw.help ?? SERVICE_HELP,
+  };
+}
+
 /**
  * Validate a rule-set document and compile its patterns.
  *
@@ -219,10 +281,17 @@ function compileRule(raw: unknown, index: number): CompiledRule {
 export function loadRuleSet(value: unknown): RuleSet {
   if (!isObject(value)) fail("a rule set must be an object");
   for (const key of Object.keys(value))
-    if (!["version", "description", "rules", "allowlist"].includes(key)) fail(`unknown key "${key}"`, { key });
+    if (!["version", "description", "rules", "services", "allowlist"].includes(key))
+      fail(`unknown key "${key}"`, { key });
   if (value.version !== 1) fail("version must be 1");
   if (!Array.isArray(value.rules) || value.rules.length === 0) fail("rules must be a non-empty array");
-  const rules = value.rules.map(compileRule);
+  if (value.services !== undefined && !Array.isArray(value.services)) fail("services must be an array");
+  const specs: unknown[] = value.rules;
+  const services = (value.services ?? []) as unknown[];
+  const rules = [
+    ...specs.map(compileRule),
+    ...services.map((s, i) => compileRule(serviceRule(s, i), specs.length + i)),
+  ];
   const seen = new Set<string>();
   for (const r of rules) {
     if (seen.has(r.id)) fail(`duplicate rule id ${r.id}`, { rule: r.id });

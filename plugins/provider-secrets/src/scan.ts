@@ -68,6 +68,9 @@ const PLACEHOLDER_PASSWORDS = new Set([
  * - most of it is runs of one repeated character (`ghp_xxxx…`, `glpat-XXXX…`, `AKIAXXXX…`,
  *   `xoxb-0000…-xxxx…`): at least half its characters in runs of 4 or more, which a random
  *   token essentially never has (a private key block, which has runs of `A`, is far below half);
+ * - it is a mask: at least three quarters of its letters and digits are mask characters (`x`,
+ *   `X`, `0`, `*`, `#`), as when a document shows a token's shape (`ghp_x0xx00x…`, `sk_live_****`);
+ *   a random token has about one in twenty;
  * - a URL's password is one of the words documentation uses (`redis://user:pass@localhost`,
  *   `postgres://postgres:postgres@…`).
  */
@@ -81,6 +84,9 @@ export function isPlaceholder(value: string): boolean {
       i = j;
     }
     if (inRuns * 2 >= value.length) return true;
+    const alnum = value.replace(/[^A-Za-z0-9*#]/g, "");
+    const masked = alnum.replace(/[^xX0*#]/g, "").length;
+    if (alnum.length >= 8 && masked * 4 >= alnum.length * 3) return true;
   }
   const url = /^[a-z][a-z0-9+.-]*:\/\/[^:/\s@]*:([^@/\s]+)@/i.exec(value);
   const password = url === null ? value : url[1];

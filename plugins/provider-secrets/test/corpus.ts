@@ -204,7 +204,7 @@ const SPECS: readonly Spec[] = [
   },
   {
     format: "Anthropic API key",
-    codes: ["secretlint-anthropic"],
+    codes: ["secretlint-anthropic", "anthropic-api-key"],
     token: (g) => `sk-ant-api03-${g(URL_SAFE, 93)}AA`,
     near: [(g) => `sk-ant-api03-${g(ALNUM, 20)}AA`],
   },
@@ -234,19 +234,19 @@ const SPECS: readonly Spec[] = [
   },
   {
     format: "1Password service account token",
-    codes: ["secretlint-1password"],
+    codes: ["secretlint-1password", "1password-service-account-token"],
     token: (g) => `ops_${opsToken(g)}`,
     near: [(g) => `ops_eyJ${g(ALNUM, 30)}fQ==`],
   },
   {
     format: "Grafana Cloud token",
-    codes: ["secretlint-grafana"],
+    codes: ["secretlint-grafana", "grafana-token"],
     token: (g) => `glc_${g(ALNUM, 80)}`,
     near: [(g) => `glc_${g(ALNUM, 16)}`],
   },
   {
     format: "Grafana service account token",
-    codes: ["secretlint-grafana"],
+    codes: ["secretlint-grafana", "grafana-token"],
     token: (g) => `glsa_${g(ALNUM, 32)}_${g(HEX, 8)}`,
     near: [(g) => `glsa_${g(ALNUM, 20)}`],
   },

@@ -132,6 +132,8 @@ describe("scanText", () => {
         `glpat-${"X".repeat(20)}`,
         `xoxb-${"0".repeat(12)}-${"0".repeat(13)}-${"x".repeat(24)}`,
         "AKIAXXXXXXXXXXXXXXXX",
+        "ghp_x0xx00x0xXxx0x000xxxx0xx0x0xxxXx00x0",
+        "sk_live_****************",
         "redis://user:pass@localhost:6379",
         "postgres://postgres:postgres@db:5432/app",
       ]) {
