@@ -34,11 +34,15 @@ function expectFigure(r: Ratio): void {
 }
 
 describe("bench suites, smoke size", () => {
-  it("secrets: asp gate with the secrets provider alone next to one grep -P pass over the same files", async () => {
+  it("secrets: asp gate with the secrets provider alone next to gitleaks and to grep -P over the same files", async () => {
     const rows = await smoke(secretsSuite);
-    expect(rows).toHaveLength(1);
+    expect(rows).toHaveLength(2);
     for (const r of rows) expectFigure(r);
+    expect(rows[0]?.baselineName).toMatch(/^gitleaks 8\.28\.0 dir/);
     expect(rows[0]?.target).toBe(1);
+    expect(rows[0]?.headline).toBe(true);
+    expect(rows[1]?.baselineName).toMatch(/^grep -P/);
+    expect(rows[1]?.target).toBeNull();
   }, 120_000);
 
   it("gate-tsc: asp gate as a whole process next to tsc --noEmit on the same project", async () => {
