@@ -45,12 +45,15 @@ describe("bench suites, smoke size", () => {
     expect(rows[1]?.target).toBeNull();
   }, 120_000);
 
-  it("gate-tsc: asp gate as a whole process next to tsc --noEmit on the same project", async () => {
+  it("gate-tsc: asp gate (one-file change) and asp sweep (new store) as whole processes next to tsc --noEmit", async () => {
     const rows = await smoke(gateTscSuite);
-    expect(rows).toHaveLength(1);
+    expect(rows).toHaveLength(2);
     for (const r of rows) expectFigure(r);
     expect(rows[0]?.headline).toBe(true);
-    expect(rows[0]?.baselineName).toContain("tsc --noEmit");
+    expect(rows[0]?.target).toBe(0.3);
+    expect(rows[1]?.name).toMatch(/^asp sweep/);
+    expect(rows[1]?.target).toBe(1.2);
+    for (const r of rows) expect(r.baselineName).toContain("tsc --noEmit");
   }, 300_000);
 
   it("decide: one cell per provider count, each with the host's decision and memory", async () => {
