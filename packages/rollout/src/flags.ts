@@ -34,7 +34,9 @@ export const BUILT_STAGES: ReadonlyArray<StageFlag> = Object.freeze([
   "stage2_auto_run_storage",
   "stage3_scientific_review_shadow",
   "stage4_review_completion_gate",
+  "stage5_auto_repair",
   "stage8_loop_circuits",
+  "stage9_safe_repair_checkpoint",
 ] satisfies StageFlag[]);
 
 function checkFlagName(flag: string): asserts flag is StageFlag {

@@ -55,9 +55,7 @@ const BRAND = "@asp/RolloutConfiguration";
  * - `checkpointed`: Stage 5 and Stage 9 are on with `auto_fix`; Repair starts only from a committed
  *   checkpoint within a bounded mutation set.
  *
- * Neither Stage 5 nor Stage 9 is built yet, so {@link resolveConfiguration} refuses to turn them
- * on (`ASP_ROLLOUT_STAGE_NOT_BUILT`) and every configuration it resolves has `repair: "off"`; the
- * rule is kept for when they are built (ADR 0006, "Amended").
+ * The Auto Mode runtime (`@asp/auto-mode`) applies the same rule to a run's frozen flags.
  */
 export type RepairAdmission = "off" | "safe_rollback_unavailable" | "checkpointed";
 

@@ -97,21 +97,21 @@ describe("resolveStageFlags", () => {
         resolveStageFlags({
           env: {
             OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1",
-            OPENAI4S_STAGE5_AUTO_REPAIR: "1",
-            OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "yes",
+            OPENAI4S_STAGE6_GUARDIAN_SHADOW: "1",
+            OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "yes",
           },
           deployment: { stage7_guardian_enforcement: true },
           deploymentOrigin: "deploy.json",
         }),
       );
-      expect(error.data).toMatchObject({ key: "OPENAI4S_STAGE5_AUTO_REPAIR", stage: "stage5_auto_repair" });
+      expect(error.data).toMatchObject({ key: "OPENAI4S_STAGE6_GUARDIAN_SHADOW", stage: "stage6_guardian_shadow" });
       expect((error.data as { unbuilt: { stage: string }[] }).unbuilt.map((u) => u.stage)).toEqual([
-        "stage5_auto_repair",
+        "stage6_guardian_shadow",
         "stage7_guardian_enforcement",
-        "stage9_safe_repair_checkpoint",
+        "stage10_effect_reconciliation",
       ]);
       expect(error.message).toContain(
-        "Turn it off: unset OPENAI4S_STAGE5_AUTO_REPAIR OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT; " +
+        "Turn it off: unset OPENAI4S_STAGE6_GUARDIAN_SHADOW OPENAI4S_STAGE10_EFFECT_RECONCILIATION; " +
           "remove stages.stage7_guardian_enforcement from deploy.json (or set it to false)",
       );
     });
@@ -249,7 +249,9 @@ describe("BUILT_STAGES and isStageBuilt", () => {
       "stage2_auto_run_storage",
       "stage3_scientific_review_shadow",
       "stage4_review_completion_gate",
+      "stage5_auto_repair",
       "stage8_loop_circuits",
+      "stage9_safe_repair_checkpoint",
     ]);
     expect(Object.isFrozen(BUILT_STAGES)).toBe(true);
     expect(STAGE_FLAGS.filter((f) => BUILT_STAGES.includes(f))).toEqual([...BUILT_STAGES]);

@@ -84,10 +84,10 @@ describe("resolveConfiguration", () => {
         key: "stages.stage4_review_completion_gate",
         origin: "deploy.json",
       });
-      // An unbuilt stage set off is accepted and reported as set, and as not built.
+      // A stage set off by deployment configuration is reported as set, with whether it is built.
       expect(report.stages.stage5_auto_repair).toMatchObject({
         enabled: false,
-        built: false,
+        built: true,
         source: { kind: "deployment", key: "stages.stage5_auto_repair", origin: "deploy.json" },
       });
       for (const [flag, state] of Object.entries(report.stages)) {
@@ -172,8 +172,7 @@ describe("formatSource", () => {
 });
 
 describe("AM.stage5.1 AM.invariants.9 repair admission (ADR 0006)", () => {
-  // ADR 0006, amended: Stages 5 and 9 are not built, so no configuration that resolves turns them
-  // on; the rule is kept for when they are, and driven here with test-only flags.
+  // ADR 0006: Stage 5 without Stage 9 admits no Repair (safe_rollback_unavailable).
   const selection = (preset: "on" | "off") => resolveConfiguration({ frame: { preset } }).selection.selection;
   const S5 = "stage5_auto_repair";
   const S9 = "stage9_safe_repair_checkpoint";
@@ -200,18 +199,14 @@ describe("AM.stage5.1 AM.invariants.9 repair admission (ADR 0006)", () => {
     expect(repairAdmission(stageFlagsForTests([S5, S9]), reviewOnly)).toBe("off");
   });
 
-  it("refuses stage 5 and stage 9 as not built, so every resolved configuration says repair is off", () => {
-    for (const env of [
-      { OPENAI4S_STAGE5_AUTO_REPAIR: "1" },
-      { OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" },
-      { OPENAI4S_STAGE5_AUTO_REPAIR: "1", OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" },
-    ]) {
-      expect(() => resolveConfiguration({ env, frame: { preset: "on" } })).toThrowWithCode(
-        "ASP_ROLLOUT_STAGE_NOT_BUILT",
-      );
-    }
-    const config = resolveConfiguration({ env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1" }, frame: { preset: "on" } });
-    expect(config.repair).toBe("off");
-    expect(configurationReport(config).repair).toBe("off");
+  it("resolves stages 5 and 9 from the environment, and repair admission follows them", () => {
+    const on = (env: Record<string, string>) =>
+      resolveConfiguration({ env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1", ...env }, frame: { preset: "on" } });
+    expect(on({}).repair).toBe("off");
+    expect(on({ OPENAI4S_STAGE5_AUTO_REPAIR: "1" }).repair).toBe("safe_rollback_unavailable");
+    expect(on({ OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" }).repair).toBe("off");
+    const both = on({ OPENAI4S_STAGE5_AUTO_REPAIR: "1", OPENAI4S_STAGE9_SAFE_REPAIR_CHECKPOINT: "1" });
+    expect(both.repair).toBe("checkpointed");
+    expect(configurationReport(both).repair).toBe("checkpointed");
   });
 });

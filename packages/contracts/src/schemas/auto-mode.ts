@@ -260,7 +260,11 @@ export const FindingSchema = Type.Object(
 );
 export type Finding = Static<typeof FindingSchema>;
 
-/** A bounded Repair Run from a committed checkpoint. */
+/**
+ * A bounded Repair Run from a committed checkpoint. `mutation_set` is every file path the Repair
+ * may write (empty: it may rewrite only the answer itself, the candidate payload); a proposed edit
+ * outside it is never applied. `checkpoint.digest` is the frozen snapshot of the pre-repair state.
+ */
 export const RepairRunSchema = Type.Object(
   {
     repair_run_id: Id,
@@ -268,7 +272,7 @@ export const RepairRunSchema = Type.Object(
     round: Type.Integer({ minimum: 1 }),
     from_candidate_id: Id,
     checkpoint: Type.Object({ checkpoint_id: Id, digest: Digest }, Closed),
-    mutation_set: Type.Array(RelPath, { minItems: 1, uniqueItems: true }),
+    mutation_set: Type.Array(RelPath, { maxItems: 10_000, uniqueItems: true }),
     finding_ids: Type.Array(Id, { minItems: 1, uniqueItems: true }),
     actor: Actor,
     before_versions: Type.Array(ArtifactVersion),
