@@ -20,6 +20,8 @@ export const AUTO_FACT_KINDS = Object.freeze({
   snapshot: "auto.snapshot",
   review: "auto.review_run",
   finding: "auto.finding",
+  /** A Repair Run (Stage 5), committed with `repair_started` and again with `repair_completed`. */
+  repair: "auto.repair_run",
   terminal: "auto.terminal",
   ledger: "auto.budget_ledger",
   /** The stages the run runs under (`RunStages`), committed with `auto_run_started`. */
@@ -51,6 +53,7 @@ const SCHEMA: Readonly<Record<Exclude<AutoRecordKind, "stages">, SchemaName>> = 
   snapshot: "evidence-snapshot",
   review: "review-run",
   finding: "finding",
+  repair: "repair-run",
   terminal: "terminal-record",
   ledger: "budget-ledger",
 };

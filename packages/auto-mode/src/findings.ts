@@ -13,8 +13,9 @@ export const UNRESOLVED_FINDING_STATUSES: ReadonlyArray<FindingStatus> = Object.
 /**
  * The durable cause each finding status needs before a projection may show it. A status is a
  * fact like any other: it is shown only with the record that caused it. This package records
- * findings only as a review run's verdict commits them (`open`); every other status is caused by
- * Repair (Stage 5), which is not built, so a finding in any other status is unreconcilable.
+ * findings only as a review run's verdict commits them (`open`); the other statuses are derived
+ * by the projection from the Repair Runs and the re-review (`finding_statuses`), so a finding
+ * record stored in any other status is unreconcilable.
  */
 export const FINDING_STATUS_CAUSES: Readonly<Record<FindingStatus, string>> = Object.freeze({
   open: "the review run transition that recorded it",
@@ -23,7 +24,7 @@ export const FINDING_STATUS_CAUSES: Readonly<Record<FindingStatus, string>> = Ob
   resolved: "an independent pass on a newer candidate that no longer reports its fingerprint (Stage 5)",
 });
 
-/** The statuses this package can cause (today only `open`: there is no Repair yet). */
+/** The statuses a finding record may be stored with (only `open`; the rest are derived). */
 const CAUSED_HERE: ReadonlySet<FindingStatus> = new Set(["open"]);
 
 /** Whether a finding is unresolved (`open`, `claimed` or `unaddressed`). Pure. */

@@ -118,3 +118,13 @@ export function modelFingerprint(input: { readonly endpoint: string; readonly mo
 export function codeFingerprint(id: string, codeDigest: string): string {
   return `code:${id}@${codeDigest}`;
 }
+
+/** The id of a run's Repair Run of `round` (1-based) from a candidate. Pure. */
+export function repairRunIdOf(run: RunIdentity, fromCandidateId: string, round: number): string {
+  return `repair:${digest({ type: "repair-run", run, from_candidate_id: fromCandidateId, round }).slice(7)}`;
+}
+
+/** The id of a checkpoint: its frozen snapshot digest, named. Pure. */
+export function checkpointIdOf(snapshotDigest: string): string {
+  return `checkpoint:${snapshotDigest.replace(/^sha256:/, "").slice(0, 32)}`;
+}

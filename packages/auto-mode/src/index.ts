@@ -73,6 +73,14 @@ export {
 export type { MachineFact, MachineInput, MachineTransition, RunPhase, RunReplay } from "./machine.js";
 export { nextPhase, RUN_MACHINE, replayRun, transitionOf } from "./machine.js";
 export { CHANGES_REF } from "./modules/candidate.js";
+export {
+  CHECKPOINT_REF,
+  type FindingStatusView,
+  isSafeRelPath,
+  mutationSetOf,
+  type RepairOptions,
+  repairTask,
+} from "./modules/repair.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./projection.js";
 export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";

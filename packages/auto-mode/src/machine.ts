@@ -4,6 +4,7 @@ import { AutoModeError } from "./errors.js";
 import { ACTION_ROWS } from "./modules/actions.js";
 import { CANDIDATE_ROWS } from "./modules/candidate.js";
 import { ENGINE_ROWS } from "./modules/engine.js";
+import { REPAIR_ROWS } from "./modules/repair.js";
 import { REVIEW_ROWS } from "./modules/review.js";
 import { STORAGE_ROWS } from "./modules/storage.js";
 import { TERMINAL_ROWS } from "./modules/terminal.js";
@@ -16,9 +17,20 @@ import { TERMINAL_ROWS } from "./modules/terminal.js";
  * - `refused`: a refusal (or the Engine's exhausted turns) committed: only the terminal may follow;
  * - `candidate`: the latest candidate committed, no Reviewer attempt in flight;
  * - `reviewing`: a Reviewer attempt started and has not completed;
+ * - `repairing`: a Repair Run started from its committed checkpoint (Stage 5) and has not completed;
+ * - `repaired`: the Repair Run's new candidate committed, its `repair_completed` has not;
  * - `terminal`: the terminal committed; nothing may follow.
  */
-export type RunPhase = "absent" | "started" | "acting" | "refused" | "candidate" | "reviewing" | "terminal";
+export type RunPhase =
+  | "absent"
+  | "started"
+  | "acting"
+  | "refused"
+  | "candidate"
+  | "reviewing"
+  | "repairing"
+  | "repaired"
+  | "terminal";
 
 /** What moves the machine: one of the seven canonical events, or a committed mediated step. */
 export type MachineInput = AutoEventType | `step:${StepRecord["phase"]}`;
@@ -29,7 +41,7 @@ export type MachineInput = AutoEventType | `step:${StepRecord["phase"]}`;
  * `module` is the stage module that adds the row; `test` names the test that covers it.
  */
 export interface MachineTransition {
-  readonly module: "storage" | "engine" | "actions" | "candidate" | "review" | "terminal";
+  readonly module: "storage" | "engine" | "actions" | "candidate" | "review" | "repair" | "terminal";
   /** The stage whose module adds the row (Stage 2 for the run itself). */
   readonly stage: StageFlag;
   readonly from: RunPhase;
@@ -47,9 +59,15 @@ export interface MachineTransition {
  * ({@link replayRun}); a committed history it does not accept projects the safety boundary.
  */
 export const RUN_MACHINE: ReadonlyArray<MachineTransition> = Object.freeze(
-  [...STORAGE_ROWS, ...ENGINE_ROWS, ...ACTION_ROWS, ...CANDIDATE_ROWS, ...REVIEW_ROWS, ...TERMINAL_ROWS].map((t) =>
-    Object.freeze(t),
-  ),
+  [
+    ...STORAGE_ROWS,
+    ...ENGINE_ROWS,
+    ...ACTION_ROWS,
+    ...CANDIDATE_ROWS,
+    ...REVIEW_ROWS,
+    ...REPAIR_ROWS,
+    ...TERMINAL_ROWS,
+  ].map((t) => Object.freeze(t)),
 );
 
 /** The row that moves `from` on `on`, or null when the machine has none. Pure. */

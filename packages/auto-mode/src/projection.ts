@@ -5,6 +5,7 @@ import {
   CANDIDATE_USER_TRUTH,
   type Candidate,
   type Finding,
+  type RepairRun,
   type ReviewRun,
   type ReviewVerdict,
   type RunIdentity,
@@ -20,6 +21,7 @@ import { proveSteps } from "./modules/actions.js";
 import { proveCandidates } from "./modules/candidate.js";
 import { proveLedger } from "./modules/engine.js";
 import { type ProjectionInput, readFacts } from "./modules/facts.js";
+import { type FindingStatusView, findingStatuses, proveRepairs, proveRepairTerminal } from "./modules/repair.js";
 import { proveReviews } from "./modules/review.js";
 import { proveStorage } from "./modules/storage.js";
 import { proveTerminal } from "./modules/terminal.js";
@@ -49,6 +51,14 @@ export interface AutoRunProjection {
   readonly candidate: (Candidate & { readonly review_status: "candidate" | "verified" | "unverified" }) | null;
   readonly review_runs: ReadonlyArray<ReviewRun>;
   readonly findings: ReadonlyArray<Finding>;
+  /** The Repair Runs (Stage 5), in round order, as last committed. */
+  readonly repair_runs: ReadonlyArray<RepairRun>;
+  /**
+   * Every finding's status with the durable record that causes it: a review records findings
+   * `open`; `claimed`, `resolved` and `unaddressed` are derived from the Repair Runs and the
+   * independent re-review, never read from a row's own claim.
+   */
+  readonly finding_statuses: ReadonlyArray<FindingStatusView>;
   /** The latest candidate's findings that block Verified: material and open, claimed or unaddressed. */
   readonly blocking_finding_ids: ReadonlyArray<string>;
   readonly terminal: TerminalRecord | null;
@@ -91,6 +101,8 @@ function failClosed(input: ProjectionInput, run: RunIdentity | null, problems: s
     candidate: null,
     review_runs: [],
     findings: [],
+    repair_runs: [],
+    finding_statuses: [],
     blocking_finding_ids: [],
     terminal: null,
     label: TERMINAL_USER_TRUTH.safety_boundary,
@@ -123,6 +135,8 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
   const cands = proveCandidates(facts, base, bad);
   const reviews = proveReviews(facts, base, cands, bad);
   const { rec: terminalRec, terminal } = proveTerminal(facts, base, cands, reviews, bad);
+  const repairs = proveRepairs(facts, base, cands, reviews, bad);
+  proveRepairTerminal(facts, base, reviews, repairs, terminalRec, bad);
   proveSteps(facts, base, terminalRec?.seq, bad);
   proveLedger(facts, base, bad);
   const { run, first } = base;
@@ -168,6 +182,8 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
     candidate: latest === undefined ? null : { ...latest.body, review_status: status },
     review_runs: reviewRuns,
     findings: [...findingById.values()],
+    repair_runs: repairs.repairs,
+    finding_statuses: findingStatuses(reviews, repairs),
     blocking_finding_ids: ofLatest
       .flatMap((r) => r.finding_ids)
       .filter((id) => {
@@ -221,6 +237,18 @@ export async function projectionInputOf(
   const snapshots: Record<string, FrozenSnapshot | null> = {};
   const payloadsVerified: Record<string, boolean> = {};
   for (const f of facts) {
+    if (f.kind === AUTO_FACT_KINDS.repair) {
+      // A Repair Run's checkpoint is a frozen snapshot: verified like a candidate's.
+      const c = (f.record as { body?: { checkpoint?: { digest?: unknown } } }).body?.checkpoint?.digest;
+      if (typeof c === "string" && !(c in snapshots)) {
+        try {
+          snapshots[c] = (await verifySnapshot(store, c as Digest)).ok ? await readSnapshot(store, c as Digest) : null;
+        } catch {
+          snapshots[c] = null;
+        }
+      }
+      continue;
+    }
     if (f.kind !== AUTO_FACT_KINDS.candidate) continue;
     const body = (f.record as { body?: { snapshot_digest?: unknown; payload_digest?: unknown } }).body;
     const s = body?.snapshot_digest;

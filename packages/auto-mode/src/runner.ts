@@ -8,6 +8,7 @@ import { AutoModeError } from "./errors.js";
 import { checkRun, runIdOf } from "./identity.js";
 import { commitCandidate, type Produced } from "./modules/candidate.js";
 import { driveEngine } from "./modules/engine.js";
+import { isSafeRelPath, type RepairOptions, repairCandidate } from "./modules/repair.js";
 import { reviewCandidate } from "./modules/review.js";
 import { deliver, promote } from "./modules/terminal.js";
 import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
@@ -16,6 +17,7 @@ import type { TerminalOutcome } from "./run/context.js";
 import { RunDriver } from "./run/driver.js";
 import { assertBuiltStages } from "./stages.js";
 
+export type { RepairOptions } from "./modules/repair.js";
 export { buildTerminalRecord } from "./modules/terminal.js";
 export type { TerminalOutcome } from "./run/context.js";
 
@@ -36,6 +38,12 @@ export interface AutoRunnerOptions {
    * run (`independence.excluded_actors`) and checked again by the projection.
    */
   readonly excludedActors?: ReadonlyArray<Pick<ActorIdentity, "actor_id" | "session_id">>;
+  /**
+   * Stage 5: the Repair Agent and the paths it may write beyond the candidate's own Artifacts.
+   * Required for `auto_fix` under Stages 5 and 9; its actor is frozen in the run's exclusions (it
+   * never reviews or promotes) and must be a session other than the producer's.
+   */
+  readonly repair?: RepairOptions;
   /**
    * The host's tool adapters over the run's scratch workspace. Without one the Engine is offered no
    * tools, and any action it proposes is refused (`policy_requires_explicit_setup`).
@@ -160,6 +168,7 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
           { data: { stage: "stage5_auto_repair" } },
         );
       }
+      checkRepairOptions(options, params);
       if (options.workspace !== undefined && !isBudgetActive("wall_time_s", options.flags)) {
         // An Engine with tools must be bounded by the host: without a stage owning the wall-time
         // budget nothing would end a run whose Engine never stops.
@@ -232,10 +241,102 @@ async function drive(driver: RunDriver): Promise<void> {
   if (driver.stages.result_review !== "gate") return;
   // Stage 4: the candidate committed (review_status=candidate) before any verdict; it streams
   // provisional; only the compare-and-swap promotion makes it Verified.
-  driver.provisional("candidate", new TextDecoder().decode(produced.payload), produced.candidate.candidate_id);
-  const outcome = await reviewCandidate(driver, produced);
-  if (outcome === null) return;
-  const final = outcome.kind === "verified" ? await deliver(driver, outcome.candidate) : outcome;
-  if (final.kind === "verified") await promote(driver, final.candidate);
-  else await driver.terminal(final);
+  let current = produced;
+  for (;;) {
+    driver.provisional("candidate", new TextDecoder().decode(current.payload), current.candidate.candidate_id);
+    const outcome = await reviewCandidate(driver, current);
+    if (outcome === null) return;
+    if (outcome.kind === "issues" && driver.record.selection.result_review_mode === "auto_fix") {
+      // Stage 5: findings start a bounded Repair Run; its candidate is reviewed again, independently.
+      const next = await repairRound(driver, current, outcome);
+      if (next !== null && "payload" in next) {
+        current = next;
+        continue;
+      }
+      if (next !== null) await driver.terminal(next);
+      return;
+    }
+    const final = outcome.kind === "verified" ? await deliver(driver, outcome.candidate) : outcome;
+    if (final.kind === "verified") await promote(driver, final.candidate);
+    else await driver.terminal(final);
+    return;
+  }
+}
+
+/**
+ * Stage 5 after an issues verdict under auto_fix: the repeated-finding circuit first (Stage 8),
+ * then Repair Runs until one gives a new candidate (returned, to review) or the run must end (the
+ * outcome). A round that changes nothing spends its budget and the next round is tried.
+ */
+async function repairRound(
+  driver: RunDriver,
+  current: Produced,
+  outcome: Extract<TerminalOutcome, { kind: "issues" }>,
+): Promise<Produced | TerminalOutcome | null> {
+  const findings = outcome.findings ?? [];
+  const issues = (stop: "loop_detected" | "budget_exhausted"): TerminalOutcome => ({ ...outcome, stop });
+  const loop = driver.meter.recordFindings(findings.map((f) => f.fingerprint));
+  if (!loop.admitted) return issues("loop_detected");
+  const repair = driver.options.repair;
+  for (;;) {
+    const result =
+      repair === undefined
+        ? ({
+            kind: "reason",
+            reason: "safe_rollback_unavailable",
+            candidateId: current.candidate.candidate_id,
+          } as const)
+        : await repairCandidate(driver, current, findings, repair);
+    if (result.kind === "repaired") return result.produced;
+    if (result.kind === "no_change") continue;
+    if (result.kind === "issues") return { ...result, unresolved: outcome.unresolved };
+    return result;
+  }
+}
+
+/**
+ * The Repair options a run needs, checked before anything commits: under auto_fix with Stages 5
+ * and 9 a Repair Agent is required, and it is never the producer's actor or session.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION`.
+ */
+function checkRepairOptions(options: AutoRunnerOptions, params: AutoRunParams): void {
+  const repair = options.repair;
+  const repairs =
+    params.selection.result_review_mode === "auto_fix" &&
+    options.flags.isEnabled("stage5_auto_repair") &&
+    options.flags.isEnabled("stage9_safe_repair_checkpoint");
+  if (repairs && repair === undefined) {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_INVALID_OPTION",
+      "auto_fix under stages 5 and 9 needs a Repair Agent (options.repair): configure one, or select review_only",
+      { data: { key: "repair" } },
+    );
+  }
+  if (repair === undefined) return;
+  const a = repair.engine?.actor;
+  if (typeof a?.actor_id !== "string" || typeof a.session_id !== "string" || typeof a.fingerprint !== "string") {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "the Repair Agent needs an actor identity", {
+      data: { key: "repair.engine.actor" },
+    });
+  }
+  const p = options.engine.actor;
+  if (a.actor_id === p.actor_id || a.session_id === p.session_id) {
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_INVALID_OPTION",
+      "the Repair Agent must be a distinct actor and session from the producer's",
+      { data: { key: "repair.engine.actor" } },
+    );
+  }
+  for (const path of repair.mutationSet ?? []) {
+    if (!isSafeRelPath(path)) {
+      throw new AutoModeError(
+        "ASP_AUTO_MODE_INVALID_OPTION",
+        `mutation set path ${JSON.stringify(path)} is not a safe relative path`,
+        {
+          data: { key: "repair.mutationSet" },
+        },
+      );
+    }
+  }
 }

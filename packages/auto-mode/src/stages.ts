@@ -2,13 +2,30 @@ import { type RunIdentity, STAGE_FLAGS } from "@asp/contracts";
 import { type AutoModeSelection, BUILT_STAGES, type StageFlags } from "@asp/rollout";
 import { AutoModeError } from "./errors.js";
 
-/** The rollout flags the Auto Run runtime consumes (Stages 2–4 and 8), each on its own. */
+/** The rollout flags the Auto Run runtime consumes (Stages 2–5, 8 and 9), each on its own. */
 export const RUNTIME_STAGE_FLAGS = Object.freeze([
   "stage2_auto_run_storage",
   "stage3_scientific_review_shadow",
   "stage4_review_completion_gate",
   "stage8_loop_circuits",
+  "stage5_auto_repair",
+  "stage9_safe_repair_checkpoint",
 ] as const);
+
+/**
+ * The runtime flags runs froze before later stages were built: the first three (before Stage 8),
+ * then the first four (before Stages 5 and 9). A record with one of these key sets is still valid;
+ * the flags it lacks were off.
+ */
+const EARLIER_FLAG_SETS: ReadonlyArray<ReadonlyArray<string>> = [
+  RUNTIME_STAGE_FLAGS.slice(0, 3),
+  RUNTIME_STAGE_FLAGS.slice(0, 4),
+];
+
+/** A frozen runtime flag, false when the run froze its stages before the flag existed. Pure. */
+export function frozenFlag(stages: Pick<RunStages, "flags">, flag: RuntimeStageFlag): boolean {
+  return (stages.flags as Partial<Record<RuntimeStageFlag, boolean>>)[flag] === true;
+}
 
 /**
  * Refuse flags that turn on a stage this runtime does not implement (`@asp/rollout`
@@ -89,13 +106,12 @@ export function checkRunStages(record: unknown): string | null {
   if (keys.join(",") !== "flags,result_review,run") return `stages: fields ${keys.join(",")}`;
   if (typeof r.run !== "object" || r.run === null) return "stages: run is not an identity";
   const flags = r.flags as Record<string, unknown> | undefined;
-  // Runs recorded before Stage 8 was built froze the first three flags only.
+  // Runs recorded before Stages 8, 5 and 9 were built froze fewer flags (EARLIER_FLAG_SETS).
   const flagKeys = typeof flags === "object" && flags !== null ? Object.keys(flags).sort().join(",") : "";
   if (
     typeof flags !== "object" ||
     flags === null ||
-    (flagKeys !== [...RUNTIME_STAGE_FLAGS].sort().join(",") &&
-      flagKeys !== RUNTIME_STAGE_FLAGS.slice(0, 3).sort().join(",")) ||
+    ![RUNTIME_STAGE_FLAGS, ...EARLIER_FLAG_SETS].some((set) => [...set].sort().join(",") === flagKeys) ||
     !Object.values(flags).every((v) => typeof v === "boolean")
   ) {
     return "stages: flags are not the runtime stage flags";

@@ -1,6 +1,6 @@
 import type { Candidate, EvidenceSnapshot } from "@asp/contracts";
 import { type Digest, digestBytes, type EvidenceRef, freezeSnapshot, toEvidenceSnapshot } from "@asp/evidence";
-import type { EngineStep } from "../engine.js";
+import type { ActorIdentity, EngineStep } from "../engine.js";
 import { candidateIdOf } from "../identity.js";
 import type { MachineTransition } from "../machine.js";
 import type { RunContext, TerminalOutcome } from "../run/context.js";
@@ -38,6 +38,15 @@ export interface Produced {
 const utf8 = new TextEncoder();
 
 /**
+ * Who produced a candidate that is not the Engine's first: a Repair Run's actor, from the
+ * candidate it repaired (Stage 5). Absent: the run's producer, with no parent.
+ */
+export interface CandidateOrigin {
+  readonly producer: ActorIdentity;
+  readonly parent: string;
+}
+
+/**
  * The snapshot ref of a run with a workspace that lists every change the host holds there, as
  * JSON `[{ "path", "digest" }]` in path order; `digest` null for a removed file.
  */
@@ -47,7 +56,11 @@ export const CHANGES_REF = "changes";
  * Activity: store the completion's bytes (with a workspace, its Artifacts are only the files the
  * host itself holds there), freeze its snapshot and commit the candidate transition.
  */
-export async function commitCandidate(ctx: RunContext, completion: Completion): Promise<Produced | TerminalOutcome> {
+export async function commitCandidate(
+  ctx: RunContext,
+  completion: Completion,
+  origin?: CandidateOrigin,
+): Promise<Produced | TerminalOutcome> {
   if (typeof completion.payload !== "string" || completion.payload.length === 0) {
     return { kind: "reason", reason: "agent_failed", candidateId: null };
   }
@@ -117,9 +130,9 @@ export async function commitCandidate(ctx: RunContext, completion: Completion): 
     snapshot_digest: frozen.digest,
     payload_digest: payloadDigest,
     artifact_versions: versions,
-    producer: { ...ctx.producer },
+    producer: { ...(origin?.producer ?? ctx.producer) },
     review_status: "candidate",
-    parent_candidate_id: null,
+    parent_candidate_id: origin?.parent ?? null,
     created_at: at,
   };
   await ctx.commit(
@@ -190,7 +203,12 @@ export function proveCandidates(facts: RunFacts, base: RunBase, bad: Problems): 
       bad(`the snapshot record of ${c.body.candidate_id} differs from the frozen snapshot`);
     }
     if (input.payloadsVerified[c.body.payload_digest] !== true) bad(`payload ${c.body.payload_digest} does not verify`);
-    if (!same(c.body.producer, { ...c.body.producer, fingerprint: first.independence.producer_fingerprint })) {
+    // A repaired candidate's producer is its Repair Run's actor (the repair proof checks it); every
+    // other candidate is the run's producer, under the frozen fingerprint.
+    if (
+      c.body.parent_candidate_id === null &&
+      !same(c.body.producer, { ...c.body.producer, fingerprint: first.independence.producer_fingerprint })
+    ) {
       bad(`candidate ${c.body.candidate_id} producer fingerprint drifted from the frozen one`);
     }
   }

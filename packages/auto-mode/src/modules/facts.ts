@@ -86,6 +86,7 @@ export function readFacts(
     snapshot: [],
     review: [],
     finding: [],
+    repair: [],
     terminal: [],
     ledger: [],
     stages: [],

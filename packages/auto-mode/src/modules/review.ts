@@ -221,6 +221,7 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
       candidateId: candidate.candidate_id,
       stop: "review_only",
       unresolved: findings.map((f) => f.finding_id),
+      findings,
     };
   }
   // A pass beside an open material finding is contradictory: the safety boundary.
@@ -340,11 +341,18 @@ export function proveReviews(facts: RunFacts, base: RunBase, cands: CandidateSet
     if (auditRequestDigest(request) !== rr.audit_request_digest)
       bad(`review run ${rr.review_run_id} request digest does not re-hash`);
     if (rr.reviewer !== null) {
+      // The run's producer (the first candidate's) under the frozen fingerprint; a repaired
+      // candidate's own producer, its Repair actor, is excluded too.
+      const runProducer =
+        [...cands.candidates.values()].find((c) => c.body.parent_candidate_id === null)?.body.producer ?? cand.producer;
       const independence = {
         policy: first.independence.policy,
-        producer: { ...cand.producer, fingerprint: first.independence.producer_fingerprint },
+        producer: { ...runProducer, fingerprint: first.independence.producer_fingerprint },
         // Runs recorded before exclusions were frozen carry none.
-        excluded: first.independence.excluded_actors ?? [],
+        excluded: [
+          ...(first.independence.excluded_actors ?? []),
+          ...(cand.parent_candidate_id === null ? [] : [cand.producer]),
+        ],
       };
       if (!isEligibleReviewer(rr.reviewer, independence))
         bad(`review run ${rr.review_run_id} is a self-review or breaks the frozen independence policy`);

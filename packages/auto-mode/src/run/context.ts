@@ -2,6 +2,7 @@ import type {
   AutoRun,
   Candidate,
   ExhaustedLimit,
+  Finding,
   RunIdentity,
   StopReason,
   TerminalReason,
@@ -36,6 +37,8 @@ export type TerminalOutcome =
       readonly stop: StopReason;
       readonly unresolved: string[];
       readonly limit?: ExhaustedLimit;
+      /** The unresolved findings themselves (what a Repair Run is asked to address). */
+      readonly findings?: ReadonlyArray<Finding>;
     }
   | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason };
 

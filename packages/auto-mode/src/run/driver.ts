@@ -55,7 +55,10 @@ export class RunDriver implements RunContext {
   constructor(o: AutoRunnerOptions, params: AutoRunParams, run: RunIdentity, runId: string) {
     this.options = o;
     this.task = typeof params.task === "string" ? params.task : "";
-    const excluded = (o.excludedActors ?? []).map((a) => ({ actor_id: a.actor_id, session_id: a.session_id }));
+    // The Repair actor is frozen with the other excluded actors: it never reviews or promotes.
+    const excluded = [...(o.excludedActors ?? []), ...(o.repair === undefined ? [] : [o.repair.engine.actor])].map(
+      (a) => ({ actor_id: a.actor_id, session_id: a.session_id }),
+    );
     const flags = runtimeStageFlags(o.flags);
     this.stages = { run, flags, result_review: resultReviewStage(params.selection, flags) };
     this.#clock = o.clock ?? { now: () => new Date() };

@@ -1,0 +1,720 @@
+import type {
+  ActionResult,
+  BudgetLedger,
+  Candidate,
+  Finding,
+  RepairOutcome,
+  RepairRun,
+  ReviewRun,
+  TerminalRecord,
+} from "@asp/contracts";
+import { type Digest, digestBytes, type EvidenceRef, freezeSnapshot } from "@asp/evidence";
+import type { AutoEvent } from "../durable.js";
+import type { Engine, EngineStep } from "../engine.js";
+import { checkpointIdOf, repairRunIdOf } from "../identity.js";
+import type { MachineTransition } from "../machine.js";
+import { ABORTED, type RunContext, type TerminalOutcome } from "../run/context.js";
+import { frozenFlag } from "../stages.js";
+import { type CandidateSet, CHANGES_REF, type Completion, commitCandidate, type Produced } from "./candidate.js";
+import { type Problems, type Rec, type RunFacts, same } from "./facts.js";
+import type { ReviewSet } from "./review.js";
+import type { RunBase } from "./storage.js";
+
+// Stage 5's module, under Stage 9's safe checkpoint: a bounded Repair Run from an issues verdict.
+// Its activity commits the pre-repair checkpoint and a declared mutation set with
+// `repair_started`, asks the Repair Agent (a session distinct from the producer's) for an edit
+// plan, checks every proposed path against the mutation set before a byte is written, applies it
+// through the host's workspace, commits the repaired candidate (a new generation whose parent is
+// the repaired one) and `repair_completed`. The repaired candidate is then reviewed again by an
+// independent Reviewer; nothing here ever makes it Verified. Its proof checks each Repair Run
+// against its checkpoint, its mutation set, the candidates and the frozen exclusions.
+
+/** The rows the repair module adds to the run machine. */
+export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "candidate",
+    on: "repair_started",
+    to: "repairing",
+    entry:
+      "auto_fix under stages 5 and 9; the latest candidate has a durable issues verdict with unresolved findings; the round admitted by the ledger; the checkpoint frozen and the mutation set declared in the same transition",
+    test: "repair.test.ts: issues, repair, an independent pass: Verified on the new candidate only",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "step:turn",
+    to: "repairing",
+    entry: "a Repair Agent turn ended; admitted against the round's turn budget and the extra-token budget",
+    test: "repair.test.ts: turns are bounded per round",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "candidate_ready",
+    to: "repaired",
+    entry:
+      "every edit of the plan inside the mutation set and applied by the host; the new candidate names the repaired one as its parent and the Repair actor as its producer",
+    test: "repair.test.ts: issues, repair, an independent pass: Verified on the new candidate only",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repaired",
+    on: "repair_completed",
+    to: "candidate",
+    entry: "outcome applied, naming the candidate just committed",
+    test: "repair.test.ts: issues, repair, an independent pass: Verified on the new candidate only",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "repair_completed",
+    to: "candidate",
+    entry: "outcome rejected (an edit outside the mutation set or escaping it), no_change or failed: no new candidate",
+    test: "repair.test.ts: an edit outside the mutation set",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "auto_run_terminal",
+    to: "terminal",
+    entry: "safety_boundary only: the Repair Run's own records could not commit",
+    test: "repair.test.ts: a Repair Run whose completion cannot commit",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repaired",
+    on: "auto_run_terminal",
+    to: "terminal",
+    entry: "safety_boundary only: the Repair Run's completion could not commit",
+    test: "repair.test.ts: a Repair Run whose completion cannot commit",
+  },
+];
+
+/** The Repair Agent and what it may touch (`AutoRunnerOptions.repair`). */
+export interface RepairOptions {
+  /**
+   * The Repair Agent: an Engine whose actor is a session distinct from the producer's (frozen in
+   * the run's exclusions, so it can never review or promote). It is offered no tools: it answers
+   * with a completion whose payload is the repaired answer and whose Artifacts are the edit plan
+   * (whole files by path); the host checks and applies it.
+   */
+  readonly engine: Engine;
+  /**
+   * Paths the Repair may write besides the candidate's own Artifacts (the declared mutation set
+   * is their union). Relative, `/`-separated, no `.` or `..` segment.
+   */
+  readonly mutationSet?: ReadonlyArray<string>;
+}
+
+/** What a Repair Run gives: the repaired candidate to review, or how the run ends. */
+export type RepairResult =
+  | { readonly kind: "repaired"; readonly produced: Produced }
+  /** The plan changed nothing: the round is spent, there is no new candidate. */
+  | { readonly kind: "no_change" }
+  | TerminalOutcome;
+
+const utf8 = new TextEncoder();
+const text = new TextDecoder();
+
+/** The name of the checkpoint manifest ref: every mutation-set path's pre-repair digest (or null). */
+export const CHECKPOINT_REF = "checkpoint";
+
+/** A relative path a repair may name: the contracts' RelPath rule (no `..`, no absolute, no `\`). */
+export function isSafeRelPath(path: unknown): path is string {
+  return (
+    typeof path === "string" &&
+    path.length > 0 &&
+    path.length <= 4096 &&
+    !path.startsWith("/") &&
+    !path.endsWith("/") &&
+    !path.includes("//") &&
+    !path.includes("\\") &&
+    !path.includes("\u0000") &&
+    !path.split("/").some((seg) => seg === "." || seg === "..")
+  );
+}
+
+/** The declared mutation set: the candidate's Artifacts and the configured paths, sorted. */
+export function mutationSetOf(candidate: Candidate, configured: ReadonlyArray<string>): string[] {
+  return [...new Set([...candidate.artifact_versions.map((v) => v.artifact_id), ...configured])].sort();
+}
+
+/**
+ * The task the Repair Agent is given: JSON with the round, the answer, its Artifacts as text, the
+ * unresolved findings and the mutation set. Pure.
+ */
+export function repairTask(input: {
+  readonly round: number;
+  readonly payload: Uint8Array;
+  readonly artifacts: ReadonlyArray<{ readonly path: string; readonly bytes: Uint8Array }>;
+  readonly findings: ReadonlyArray<Finding>;
+  readonly mutationSet: ReadonlyArray<string>;
+}): string {
+  return JSON.stringify({
+    kind: "repair",
+    round: input.round,
+    instructions:
+      "Repair the answer so that every finding below is addressed. Reply with the whole repaired answer; change only files in mutation_set, each as its whole new content.",
+    answer: text.decode(input.payload),
+    artifacts: input.artifacts.map((a) => ({ path: a.path, content: text.decode(a.bytes) })),
+    findings: input.findings.map((f) => ({
+      finding_id: f.finding_id,
+      severity: f.severity,
+      category: f.category,
+      claim: f.claim,
+    })),
+    mutation_set: input.mutationSet,
+  });
+}
+
+/** The candidate's Artifacts as the store holds them (from its snapshot's `artifact:` refs). */
+async function artifactsOf(ctx: RunContext, from: Produced): Promise<Array<{ path: string; bytes: Uint8Array }>> {
+  const out: Array<{ path: string; bytes: Uint8Array }> = [];
+  for (const v of from.candidate.artifact_versions) {
+    out.push({ path: v.artifact_id, bytes: await ctx.options.store.objects.readBlob(v.checksum as Digest) });
+  }
+  return out;
+}
+
+/**
+ * Freeze the pre-repair checkpoint: the candidate's payload, change manifest and Artifacts, and a
+ * manifest naming every mutation-set path's digest before the repair (null: absent). With a
+ * workspace the manifest is read from it, so a rollback restores exactly what was there.
+ */
+async function freezeCheckpoint(
+  ctx: RunContext,
+  from: Produced,
+  mutationSet: ReadonlyArray<string>,
+): Promise<{ digest: Digest; files: ReadonlyMap<string, Uint8Array | null> }> {
+  const { objects } = ctx.options.store;
+  const files = new Map<string, Uint8Array | null>();
+  const workspace = ctx.options.workspace;
+  const stored = new Map((await artifactsOf(ctx, from)).map((a) => [a.path, a.bytes]));
+  for (const path of mutationSet) {
+    files.set(path, workspace === undefined ? (stored.get(path) ?? null) : await workspace.read(path));
+  }
+  const manifest: Array<{ path: string; digest: string | null }> = [];
+  const refs: EvidenceRef[] = from.snapshot.refs
+    .filter((r) => r.name === "payload" || r.name === CHANGES_REF || r.name.startsWith("artifact:"))
+    .map((r) => ({ name: r.name, kind: r.kind, digest: r.digest as Digest }));
+  for (const [path, bytes] of files) {
+    manifest.push({ path, digest: bytes === null ? null : await objects.putBlob(bytes) });
+  }
+  refs.push({
+    name: CHECKPOINT_REF,
+    kind: "blob",
+    digest: await objects.putBlob(utf8.encode(JSON.stringify(manifest))),
+  });
+  const frozen = await freezeSnapshot(ctx.options.store, {
+    refs,
+    labels: { run_id: ctx.runId, checkpoint_of: from.candidate.candidate_id },
+  });
+  return { digest: frozen.digest, files };
+}
+
+/**
+ * Activity: one Repair Run of `round` from the latest candidate and its unresolved findings.
+ * Without Stage 9, or when the checkpoint cannot be frozen, no Repair starts
+ * (`safe_rollback_unavailable`); a spent round budget stops `completed_with_issues(budget_exhausted)`.
+ * A proposed edit outside the mutation set is never applied (`safe_rollback_unavailable`); one
+ * escaping it (an absolute path, a `..` segment) is the safety boundary. A failed apply is rolled
+ * back to the checkpoint. Returns the repaired candidate (committed, unverified) or the outcome.
+ */
+export async function repairCandidate(
+  ctx: RunContext,
+  from: Produced,
+  findings: ReadonlyArray<Finding>,
+  options: RepairOptions,
+): Promise<RepairResult> {
+  const candidateId = from.candidate.candidate_id;
+  const unresolved = findings.map((f) => f.finding_id);
+  const issues = (limit: "max_repair_rounds" | "repair_turns_per_round"): TerminalOutcome => ({
+    kind: "issues",
+    candidateId,
+    stop: "budget_exhausted",
+    unresolved,
+    limit,
+  });
+  const gate = ctx.admitNext(candidateId);
+  if (gate !== null) return gate;
+  // ADR 0006: without Stage 9 nothing commits a safe checkpoint, so no Repair starts.
+  if (!frozenFlag(ctx.stages, "stage9_safe_repair_checkpoint")) {
+    return { kind: "reason", reason: "safe_rollback_unavailable", candidateId };
+  }
+  const admitted = ctx.meter.admitRepairRound();
+  if (!admitted.admitted) return issues("max_repair_rounds");
+  const round = ctx.meter.toJSON().consumed.repair_rounds;
+  const mutationSet = mutationSetOf(from.candidate, options.mutationSet ?? []);
+  let checkpoint: Awaited<ReturnType<typeof freezeCheckpoint>>;
+  try {
+    checkpoint = await freezeCheckpoint(ctx, from, mutationSet);
+  } catch {
+    // A checkpoint that cannot commit: Repair never starts.
+    return { kind: "reason", reason: "safe_rollback_unavailable", candidateId };
+  }
+  const actor = options.engine.actor;
+  let record: RepairRun = {
+    repair_run_id: repairRunIdOf(ctx.run, candidateId, round),
+    run: ctx.run,
+    round,
+    from_candidate_id: candidateId,
+    checkpoint: { checkpoint_id: checkpointIdOf(checkpoint.digest), digest: checkpoint.digest },
+    mutation_set: mutationSet,
+    finding_ids: unresolved,
+    actor: { actor_id: actor.actor_id, session_id: actor.session_id, fingerprint: actor.fingerprint },
+    before_versions: from.candidate.artifact_versions.map((v) => ({ ...v })),
+    after_versions: [],
+    turns_used: 0,
+    outcome: null,
+    to_candidate_id: null,
+  };
+  await ctx.commit(
+    {
+      event_id: ctx.nextEventId(),
+      type: "repair_started",
+      run: ctx.run,
+      committed_at: ctx.now(),
+      repair_run_id: record.repair_run_id,
+      round,
+      from_candidate_id: candidateId,
+    } as AutoEvent,
+    [{ kind: "repair", record }],
+  );
+  const complete = async (outcome: RepairOutcome, to: Candidate | null): Promise<void> => {
+    record = {
+      ...record,
+      outcome,
+      to_candidate_id: to?.candidate_id ?? null,
+      after_versions: to === null ? [] : to.artifact_versions.map((v) => ({ ...v })),
+    };
+    await ctx.commit(
+      {
+        event_id: ctx.nextEventId(),
+        type: "repair_completed",
+        run: ctx.run,
+        committed_at: ctx.now(),
+        repair_run_id: record.repair_run_id,
+        outcome,
+        to_candidate_id: record.to_candidate_id,
+      } as AutoEvent,
+      [{ kind: "repair", record }],
+    );
+  };
+
+  const artifacts = await artifactsOf(ctx, from);
+  const planned = await askRepairAgent(ctx, options.engine, {
+    round,
+    payload: from.payload,
+    artifacts,
+    findings,
+    mutationSet,
+  });
+  record = { ...record, turns_used: planned.turns };
+  if (planned.kind === "stop") {
+    await complete("failed", null);
+    return planned.outcome === "repair_turns" ? issues("repair_turns_per_round") : planned.outcome;
+  }
+  const plan = planned.completion;
+  // The hypothetical check, before a byte is written: every path a safe relative path inside the
+  // declared mutation set. An escape is the higher-priority safety boundary.
+  if (!plan.artifacts.every((a) => isSafeRelPath(a.artifact_id))) {
+    await complete("rejected", null);
+    return { kind: "reason", reason: "safety_boundary", candidateId };
+  }
+  const allowed = new Set(mutationSet);
+  if (!plan.artifacts.every((a) => allowed.has(a.artifact_id))) {
+    await complete("rejected", null);
+    return { kind: "reason", reason: "safe_rollback_unavailable", candidateId };
+  }
+  const unchanged =
+    digestBytes(utf8.encode(plan.payload)) === from.candidate.payload_digest &&
+    plan.artifacts.every((a) => {
+      const before = checkpoint.files.get(a.artifact_id);
+      return before !== null && before !== undefined && digestBytes(before) === digestBytes(a.bytes);
+    });
+  if (unchanged) {
+    // A round spent on nothing: no new candidate; the next round, or its budget, decides.
+    await complete("no_change", null);
+    return { kind: "no_change" };
+  }
+  const applied = await applyPlan(ctx, plan, checkpoint.files);
+  if (applied !== null) {
+    await complete("failed", null);
+    return { kind: "reason", reason: applied, candidateId };
+  }
+  // Without a workspace the repaired candidate's Artifacts are the old ones with the plan's over them.
+  const byPath = new Map(artifacts.map((a) => [a.path, a.bytes]));
+  for (const a of plan.artifacts) byPath.set(a.artifact_id, a.bytes);
+  const completion: Completion = {
+    kind: "completion",
+    payload: plan.payload,
+    artifacts: [...byPath].map(([path, bytes]) => ({
+      artifact_id: path,
+      version_id: digestBytes(bytes).slice(7, 23),
+      bytes,
+    })),
+    evidence: plan.evidence,
+  };
+  const produced = await commitCandidate(ctx, completion, { producer: actor, parent: candidateId });
+  if ("kind" in produced) {
+    // A plan whose bytes cannot become a candidate (an unfreezable snapshot, the host's own ref
+    // names taken): nothing new to review.
+    await complete("failed", null);
+    return produced.kind === "reason" && produced.reason !== "safety_boundary"
+      ? { ...produced, candidateId }
+      : produced;
+  }
+  await complete("applied", produced.candidate);
+  return { kind: "repaired", produced };
+}
+
+type Planned =
+  | { readonly kind: "plan"; readonly completion: Completion; readonly turns: number }
+  | { readonly kind: "stop"; readonly outcome: TerminalOutcome | "repair_turns"; readonly turns: number };
+
+/**
+ * Read the Repair Agent's steps up to its completion (the edit plan). Each turn is admitted against
+ * the round's turn budget and spends the extra-token budget; the run's signal bounds it. An Agent
+ * that fails, proposes an action (it is offered no tools) or stops without a plan gives no plan.
+ */
+async function askRepairAgent(
+  ctx: RunContext,
+  engine: Engine,
+  input: Parameters<typeof repairTask>[0],
+): Promise<Planned> {
+  const candidateId = ctx.record.candidate_id;
+  const failed: TerminalOutcome = { kind: "reason", reason: "agent_failed", candidateId };
+  let turns = 0;
+  let it: AsyncIterator<EngineStep, void, ActionResult | undefined>;
+  try {
+    const steps = engine.run({ run: ctx.run, task: repairTask(input), tools: [], signal: ctx.signal });
+    it = (
+      Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
+    ) as AsyncIterator<EngineStep, void, ActionResult | undefined>;
+  } catch {
+    return { kind: "stop", outcome: failed, turns };
+  }
+  try {
+    for (;;) {
+      const gate = ctx.admitNext(candidateId);
+      if (gate !== null) return { kind: "stop", outcome: gate, turns };
+      let next: IteratorResult<EngineStep, void> | typeof ABORTED;
+      try {
+        next = await ctx.orAbort(Promise.resolve().then(() => it.next(undefined)));
+      } catch {
+        return { kind: "stop", outcome: failed, turns };
+      }
+      if (next === ABORTED) return { kind: "stop", outcome: ctx.admitNext(candidateId) ?? failed, turns };
+      if (next.done === true) return { kind: "stop", outcome: failed, turns };
+      const step = next.value as EngineStep | { kind?: unknown };
+      if (step.kind === "prose") continue;
+      if (step.kind === "turn") {
+        const usage = (step as { usage?: { input_tokens?: unknown; output_tokens?: unknown } }).usage;
+        const i = usage?.input_tokens as number;
+        const o = usage?.output_tokens as number;
+        if (!Number.isSafeInteger(i) || !Number.isSafeInteger(o) || i < 0 || o < 0) {
+          return { kind: "stop", outcome: failed, turns };
+        }
+        turns += 1;
+        const tokens = ctx.meter.recordTurnTokens(i + o, "extra");
+        const turn = ctx.meter.admitRepairTurn();
+        await ctx.step({ phase: "turn", usage: { input_tokens: i, output_tokens: o }, progress: false });
+        if (!turn.admitted) return { kind: "stop", outcome: "repair_turns", turns };
+        if (!tokens.admitted) return { kind: "stop", outcome: ctx.refusal(tokens, candidateId), turns };
+        continue;
+      }
+      if (step.kind === "completion") {
+        const c = step as Completion;
+        if (typeof c.payload !== "string" || c.payload.length === 0 || !Array.isArray(c.artifacts)) {
+          return { kind: "stop", outcome: failed, turns };
+        }
+        return { kind: "plan", completion: c, turns };
+      }
+      // An action (no tool is offered to Repair), a claimed tool result, a cancellation claim, the
+      // Engine's own turn limit or anything unknown: no plan.
+      return { kind: "stop", outcome: failed, turns };
+    }
+  } finally {
+    void Promise.resolve()
+      .then(() => it.return?.())
+      .catch(() => undefined);
+  }
+}
+
+/**
+ * Apply a checked plan through the host's workspace (nothing to apply without one: the new
+ * candidate carries the bytes). A write that fails rolls every mutation-set path back to the
+ * checkpoint; a rollback that cannot complete is the safety boundary. Null when applied.
+ */
+async function applyPlan(
+  ctx: RunContext,
+  plan: Completion,
+  checkpoint: ReadonlyMap<string, Uint8Array | null>,
+): Promise<"safety_boundary" | "agent_failed" | null> {
+  const workspace = ctx.options.workspace;
+  if (workspace === undefined) return null;
+  try {
+    for (const a of plan.artifacts) await workspace.write(a.artifact_id, a.bytes);
+    return null;
+  } catch {
+    try {
+      for (const [path, bytes] of checkpoint) {
+        // A file the checkpoint did not hold cannot be removed through the adapters.
+        if (bytes === null) {
+          if ((await workspace.read(path)) !== null) return "safety_boundary";
+          continue;
+        }
+        await workspace.write(path, bytes);
+      }
+    } catch {
+      return "safety_boundary";
+    }
+    return "agent_failed";
+  }
+}
+
+/** What the repair proof establishes: every Repair Run's latest version, in round order. */
+export interface RepairSet {
+  readonly repairs: ReadonlyArray<RepairRun>;
+  /** The Repair Run that produced a candidate, if one did. */
+  producedBy(candidateId: string): RepairRun | undefined;
+}
+
+/**
+ * Prove the Repair Runs: each started from a committed candidate with a durable issues verdict,
+ * under auto_fix with Stages 5 and 9 frozen on, its round the next one and within budget, its
+ * checkpoint verifying, its findings that candidate's unresolved ones, its actor an excluded,
+ * non-producer session; a completion matching its event, an applied one naming the candidate it
+ * committed (parent: the repaired one, producer: the Repair actor, Artifacts inside the mutation
+ * set); and every candidate with a parent produced by exactly such a Repair Run.
+ */
+export function proveRepairs(
+  facts: RunFacts,
+  base: RunBase,
+  cands: CandidateSet,
+  reviews: ReviewSet,
+  bad: Problems,
+): RepairSet {
+  const { recs, events } = facts;
+  const { first } = base;
+  const latest = new Map<string, Rec<RepairRun>>();
+  const started = new Map<string, Rec<RepairRun>>();
+  for (const r of recs.repair as ReadonlyArray<Rec<RepairRun>>) {
+    const prior = latest.get(r.body.repair_run_id);
+    const ev = events.get(r.event_id)?.event;
+    if (prior === undefined) {
+      started.set(r.body.repair_run_id, r);
+      if (ev?.type !== "repair_started" || ev.repair_run_id !== r.body.repair_run_id)
+        bad(`repair run ${r.body.repair_run_id} did not commit with its repair_started`);
+      else if (ev.round !== r.body.round || ev.from_candidate_id !== r.body.from_candidate_id)
+        bad(`repair_started names another round or candidate than ${r.body.repair_run_id}`);
+      if (r.body.outcome !== null || r.body.to_candidate_id !== null)
+        bad(`repair run ${r.body.repair_run_id} started with an outcome`);
+    } else {
+      const keep = ["round", "from_candidate_id", "checkpoint", "mutation_set", "finding_ids", "actor"] as const;
+      if (keep.some((k) => !same(prior.body[k], r.body[k]))) bad(`repair run ${r.body.repair_run_id} drifted`);
+      if (prior.body.outcome !== null) bad(`repair run ${r.body.repair_run_id} completed twice`);
+      if (
+        ev?.type !== "repair_completed" ||
+        ev.repair_run_id !== r.body.repair_run_id ||
+        ev.outcome !== r.body.outcome ||
+        ev.to_candidate_id !== r.body.to_candidate_id
+      )
+        bad(`repair run ${r.body.repair_run_id} completion does not match its repair_completed`);
+    }
+    latest.set(r.body.repair_run_id, r);
+  }
+  const repairs = [...latest.values()].map((r) => r.body).sort((a, b) => a.round - b.round);
+  const stages = recs.stages[0]?.body as { flags?: Record<string, boolean> } | undefined;
+  const flags = { flags: (stages?.flags ?? {}) as never };
+  if (
+    repairs.length > 0 &&
+    (first.selection.result_review_mode !== "auto_fix" ||
+      base.review !== "gate" ||
+      !frozenFlag(flags, "stage5_auto_repair") ||
+      !frozenFlag(flags, "stage9_safe_repair_checkpoint"))
+  ) {
+    bad("a Repair Run outside auto_fix under stages 4, 5 and 9");
+  }
+  if (repairs.length > first.budgets.max_repair_rounds) bad("more Repair Runs than max_repair_rounds");
+  const excluded = first.independence.excluded_actors ?? [];
+  repairs.forEach((rr, i) => {
+    if (rr.round !== i + 1) bad(`repair run ${rr.repair_run_id} is round ${rr.round}, not ${i + 1}`);
+    if (repairRunIdOf(base.run, rr.from_candidate_id, rr.round) !== rr.repair_run_id)
+      bad(`repair run ${rr.repair_run_id} id does not re-derive`);
+    if (
+      facts.input.snapshots[rr.checkpoint.digest] === undefined ||
+      facts.input.snapshots[rr.checkpoint.digest] === null
+    )
+      bad(`repair run ${rr.repair_run_id}: checkpoint ${rr.checkpoint.digest} does not verify`);
+    if (checkpointIdOf(rr.checkpoint.digest) !== rr.checkpoint.checkpoint_id)
+      bad(`repair run ${rr.repair_run_id}: checkpoint id does not re-derive`);
+    const from = cands.candidates.get(rr.from_candidate_id)?.body;
+    if (from === undefined) {
+      bad(`repair run ${rr.repair_run_id} from a candidate that never committed`);
+      return;
+    }
+    const issuesReview: ReviewRun | undefined = reviews
+      .reviewsOf(rr.from_candidate_id)
+      .find((r) => r.verdict === "issues");
+    if (issuesReview === undefined) bad(`repair run ${rr.repair_run_id} without a durable issues verdict`);
+    else if (!rr.finding_ids.every((id) => issuesReview.finding_ids.includes(id)))
+      bad(`repair run ${rr.repair_run_id} names findings its candidate's review did not`);
+    if (!same(rr.before_versions, from.artifact_versions))
+      bad(`repair run ${rr.repair_run_id}: before versions are not the candidate's`);
+    for (const v of from.artifact_versions) {
+      if (!rr.mutation_set.includes(v.artifact_id))
+        bad(`repair run ${rr.repair_run_id}: the mutation set leaves out the candidate's ${v.artifact_id}`);
+    }
+    const producer = cands.candidates.get(rr.from_candidate_id)?.body.producer;
+    const sameActor = (a: { actor_id: string; session_id: string }, b: { actor_id: string; session_id: string }) =>
+      a.actor_id === b.actor_id || a.session_id === b.session_id;
+    if (!excluded.some((e) => e.actor_id === rr.actor.actor_id && e.session_id === rr.actor.session_id))
+      bad(`repair run ${rr.repair_run_id}: its actor is not frozen in the run's exclusions`);
+    if (producer !== undefined && from.parent_candidate_id === null && sameActor(producer, rr.actor))
+      bad(`repair run ${rr.repair_run_id}: the Repair actor is the producer's session`);
+    if (rr.outcome === "applied") {
+      const to = rr.to_candidate_id === null ? undefined : cands.candidates.get(rr.to_candidate_id)?.body;
+      if (to === undefined) bad(`repair run ${rr.repair_run_id} applied without its candidate`);
+      else {
+        if (to.parent_candidate_id !== rr.from_candidate_id || !same(to.producer, rr.actor))
+          bad(`candidate ${to.candidate_id} is not the Repair Run's own`);
+        if (!same(rr.after_versions, to.artifact_versions))
+          bad(`repair run ${rr.repair_run_id}: after versions are not the new candidate's`);
+        const before = new Map(from.artifact_versions.map((v) => [v.artifact_id, v.checksum]));
+        for (const v of to.artifact_versions) {
+          if (before.get(v.artifact_id) !== v.checksum && !rr.mutation_set.includes(v.artifact_id))
+            bad(`repair run ${rr.repair_run_id} changed ${v.artifact_id} outside its mutation set`);
+        }
+      }
+    } else if (rr.to_candidate_id !== null) bad(`repair run ${rr.repair_run_id} ${rr.outcome} names a candidate`);
+  });
+  const producedBy = (id: string): RepairRun | undefined =>
+    repairs.find((r) => r.outcome === "applied" && r.to_candidate_id === id);
+  // A Repair Run still open (a crash, or a completion that could not commit, after its candidate
+  // committed) produced the candidate it is the parent and actor of, committed after it started.
+  const open = repairs[repairs.length - 1];
+  const openStart = open === undefined ? undefined : started.get(open.repair_run_id)?.seq;
+  for (const c of cands.candidates.values()) {
+    if (c.body.parent_candidate_id === null || producedBy(c.body.candidate_id) !== undefined) continue;
+    const byOpen =
+      open !== undefined &&
+      open.outcome === null &&
+      openStart !== undefined &&
+      c.seq > openStart &&
+      c.body.parent_candidate_id === open.from_candidate_id &&
+      same(c.body.producer, open.actor);
+    if (!byOpen) bad(`candidate ${c.body.candidate_id} has a parent but no Repair Run produced it`);
+  }
+  return { repairs, producedBy };
+}
+
+/**
+ * A finding's status as its durable causes give it (the contract: "each shown only with its
+ * durable cause"): a review records every finding `open`; Repair and the independent re-review
+ * cause the rest, and the projection derives them, never a row's own claim:
+ * - `claimed`: an applied Repair Run names it and its new candidate has no verdict yet;
+ * - `resolved`: the new candidate's independent verdict no longer reports its fingerprint;
+ * - `unaddressed`: the Repair Run named it and ended without applying, or the new verdict reports
+ *   the same fingerprint again.
+ */
+export interface FindingStatusView {
+  readonly finding_id: string;
+  readonly status: Finding["status"];
+  /** The record that causes the status: the review run, or the Repair Run and the re-review. */
+  readonly cause: string;
+}
+
+/** Derive every finding's status from the Repair Runs and reviews (see {@link FindingStatusView}). Pure. */
+export function findingStatuses(reviews: ReviewSet, repairs: RepairSet): FindingStatusView[] {
+  const out: FindingStatusView[] = [];
+  for (const f of reviews.findingById.values()) {
+    const rr = repairs.repairs.find((r) => r.finding_ids.includes(f.finding_id));
+    if (rr === undefined || rr.outcome === null) {
+      out.push({ finding_id: f.finding_id, status: "open", cause: `review ${f.review_run_id}` });
+      continue;
+    }
+    if (rr.outcome !== "applied" || rr.to_candidate_id === null) {
+      out.push({ finding_id: f.finding_id, status: "unaddressed", cause: `${rr.repair_run_id} (${rr.outcome})` });
+      continue;
+    }
+    const verdict = reviews.reviewsOf(rr.to_candidate_id).find((r) => r.verdict !== null);
+    if (verdict === undefined) {
+      out.push({ finding_id: f.finding_id, status: "claimed", cause: rr.repair_run_id });
+      continue;
+    }
+    const again = verdict.finding_ids.some((id) => reviews.findingById.get(id)?.fingerprint === f.fingerprint);
+    out.push({
+      finding_id: f.finding_id,
+      status: again ? "unaddressed" : "resolved",
+      cause: `${rr.repair_run_id}, then ${verdict.review_run_id}`,
+    });
+  }
+  return out;
+}
+
+/**
+ * Prove a terminal against the Repair Runs: a terminal that left `repairing` or `repaired` is the
+ * safety boundary only; `safe_rollback_unavailable` only under auto_fix with Stage 5, for a latest
+ * candidate with an issues verdict and no Repair applied from it (Stage 9 off, no checkpoint, or
+ * its plan rejected); `completed_with_issues` stops `review_only` only under review_only, and
+ * under auto_fix `budget_exhausted` / `loop_detected` only as the committed ledger proves them.
+ */
+export function proveRepairTerminal(
+  facts: RunFacts,
+  base: RunBase,
+  reviews: ReviewSet,
+  repairs: RepairSet,
+  terminalRec: Rec<TerminalRecord> | undefined,
+  bad: Problems,
+): void {
+  if (terminalRec === undefined) return;
+  const terminal = terminalRec.body;
+  const left = facts.replay.trace.find((m) => m.on === "auto_run_terminal")?.from;
+  if ((left === "repairing" || left === "repaired") && terminal.terminal_reason !== "safety_boundary")
+    bad(`a ${terminal.terminal_reason ?? terminal.state} terminal while ${left}`);
+  const ledger = facts.recs.ledger.find((l) => l.event_id === terminalRec.event_id)?.body as BudgetLedger | undefined;
+  const mode = base.first.selection.result_review_mode;
+  const stages = facts.recs.stages[0]?.body as { flags?: Record<string, boolean> } | undefined;
+  const flags = { flags: (stages?.flags ?? {}) as never };
+  if (terminal.terminal_reason === "safe_rollback_unavailable") {
+    const id = terminal.candidate_id;
+    const fromLatest = repairs.repairs.filter((r) => r.from_candidate_id === id);
+    const last = fromLatest[fromLatest.length - 1];
+    if (
+      mode !== "auto_fix" ||
+      !frozenFlag(flags, "stage5_auto_repair") ||
+      id === null ||
+      id !== base.latestRun.candidate_id ||
+      !reviews.reviewsOf(id).some((r) => r.verdict === "issues") ||
+      (last !== undefined && last.outcome !== "rejected")
+    ) {
+      bad("safe_rollback_unavailable is not what the review and Repair records show");
+    }
+  }
+  if (terminal.state !== "completed_with_issues") return;
+  if (terminal.stop_reason === "review_only" && mode !== "review_only")
+    bad(`completed_with_issues(review_only) under ${mode}`);
+  if (terminal.stop_reason === "loop_detected" && ledger?.circuits.no_progress !== "open")
+    bad("completed_with_issues(loop_detected) without an open no-progress circuit in the committed ledger");
+  if (terminal.stop_reason === "budget_exhausted") {
+    const limit = terminal.exhausted_limit;
+    const proved =
+      ledger !== undefined &&
+      (limit === "max_repair_rounds"
+        ? ledger.consumed.repair_rounds >= ledger.limits.max_repair_rounds
+        : limit === "repair_turns_per_round"
+          ? ledger.consumed.repair_turns >= ledger.limits.repair_turns_per_round
+          : false);
+    if (!proved)
+      bad(`completed_with_issues(budget_exhausted: ${String(limit)}) is not what the committed ledger proves`);
+  }
+}

@@ -1,0 +1,444 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StageFlag } from "@asp/contracts";
+import type { FactInput, FactLog } from "@asp/evidence";
+import { type BudgetSet, createStageFlags, DEFAULT_BUDGETS } from "@asp/rollout";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type ActorIdentity,
+  type AutoRunnerOptions,
+  createAutoRunner,
+  createScratchWorkspace,
+  type Engine,
+  type EngineStep,
+  loadAutoRunProjection,
+  projectAutoRun,
+  projectionInputOf,
+  RUN_MACHINE,
+  runIdOf,
+} from "../src/index.js";
+import { countingReviewer, fakeReviewer, manualTime, PRODUCER, RUN, tempStores } from "./helpers.js";
+
+// Stage 5 (bounded Repair) under Stage 9 (the safe checkpoint): issues → repair → an independent
+// re-review, against a real level store and Reviewers that are real subprocesses.
+
+const setup = tempStores();
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const utf8 = new TextEncoder();
+
+const AUTO_FIX = {
+  preset: "on",
+  result_review_mode: "auto_fix",
+  approvals_reviewer: "user",
+  source: "frame",
+  normalized: false,
+} as const;
+
+const REPAIRER: ActorIdentity = {
+  actor_id: "agent-repair",
+  session_id: "session-repair",
+  fingerprint: "model-a;cfg-1",
+};
+
+const BASE_FLAGS: StageFlag[] = [
+  "stage2_auto_run_storage",
+  "stage4_review_completion_gate",
+  "stage5_auto_repair",
+  "stage9_safe_repair_checkpoint",
+];
+
+/** The producer: one candidate with a wrong answer and one Artifact. */
+function producer(): Engine {
+  return {
+    actor: PRODUCER,
+    async *run(): AsyncGenerator<EngineStep> {
+      yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
+      yield {
+        kind: "completion",
+        payload: "The answer is 41.",
+        artifacts: [{ artifact_id: "result.csv", version_id: "v1", bytes: utf8.encode("x,y\n1,41\n") }],
+        evidence: [],
+      };
+    },
+  };
+}
+
+/** A Repair Agent answering each round with `plan(round, task)`; it records the tasks it was given. */
+function repairAgent(
+  plan: (round: number, task: Record<string, unknown>) => EngineStep[],
+  actor: ActorIdentity = REPAIRER,
+): Engine & { tasks: Array<Record<string, unknown>> } {
+  const tasks: Array<Record<string, unknown>> = [];
+  return {
+    actor,
+    tasks,
+    async *run(params) {
+      const task = JSON.parse(params.task) as Record<string, unknown>;
+      tasks.push(task);
+      for (const step of plan(tasks.length, task)) yield step;
+    },
+  };
+}
+
+const corrected = (path = "result.csv"): EngineStep[] => [
+  { kind: "turn", usage: { input_tokens: 100, output_tokens: 20 } },
+  {
+    kind: "completion",
+    payload: "The answer is 42 (corrected).",
+    artifacts: [{ artifact_id: path, version_id: "v2", bytes: utf8.encode("x,y\n1,42\n") }],
+    evidence: [],
+  },
+];
+/** A plan that changes the answer but not what the Reviewer objects to. */
+const stubborn = (round: number): EngineStep[] => [
+  {
+    kind: "completion",
+    payload: `The answer is 41, restated ${round} time(s).`,
+    artifacts: [],
+    evidence: [],
+  },
+];
+
+async function runWith(
+  o: Partial<AutoRunnerOptions> & Pick<AutoRunnerOptions, "reviewers">,
+  extra: { flags?: StageFlag[]; budgets?: Partial<BudgetSet> } = {},
+) {
+  const t = await setup();
+  const runner = createAutoRunner({
+    store: t.store,
+    engine: producer(),
+    flags: createStageFlags([...BASE_FLAGS, ...(extra.flags ?? [])]),
+    ...o,
+  });
+  const projection = await runner.run({
+    run: RUN,
+    selection: AUTO_FIX,
+    budgets: { ...DEFAULT_BUDGETS, ...extra.budgets },
+  });
+  return { t, projection };
+}
+
+async function eventTypes(t: Awaited<ReturnType<typeof setup>>): Promise<string[]> {
+  const input = await projectionInputOf(t.store, runIdOf(RUN));
+  return input.facts.filter((f) => f.kind === "auto.event").map((f) => (f.record as { type: string }).type);
+}
+
+describe("Stage 5 and Stage 9: bounded Repair from a committed checkpoint", () => {
+  it("AM.stage5.1 AM.states.5 AM.states.13 AM.durable.5: issues, repair, an independent pass: Verified on the new candidate only; the old one never", async () => {
+    const agent = repairAgent(() => corrected());
+    const reviewer = countingReviewer(fakeReviewer("fake-judge"));
+    const { t, projection } = await runWith({ reviewers: [reviewer.port], repair: { engine: agent } });
+    expect(projection.problems).toEqual([]);
+    expect(projection.user_truth).toBe("Verified");
+    expect(await eventTypes(t)).toEqual([
+      "auto_run_started",
+      "candidate_ready",
+      "auto_audit_started",
+      "auto_audit_completed",
+      "repair_started",
+      "candidate_ready",
+      "repair_completed",
+      "auto_audit_started",
+      "auto_audit_completed",
+      "auto_run_terminal",
+    ]);
+    expect(reviewer.calls()).toBe(2);
+    const [repair] = projection.repair_runs;
+    const candidate = projection.candidate;
+    expect(repair).toMatchObject({ round: 1, outcome: "applied", mutation_set: ["result.csv"], turns_used: 1 });
+    expect(repair?.actor).toEqual(REPAIRER);
+    // The new candidate: the Repair actor's, a child of the reviewed one, and the only Verified one.
+    expect(candidate?.candidate_id).toBe(repair?.to_candidate_id);
+    expect(candidate).toMatchObject({ review_status: "verified", parent_candidate_id: repair?.from_candidate_id });
+    expect(candidate?.producer).toEqual(REPAIRER);
+    expect(projection.terminal?.candidate_id).toBe(candidate?.candidate_id);
+    expect(repair?.before_versions[0]?.checksum).not.toBe(repair?.after_versions[0]?.checksum);
+    // The old candidate's finding is resolved by the independent re-review, named as its cause.
+    const old = projection.findings.find((f) => f.review_run_id === projection.review_runs[0]?.review_run_id);
+    expect(projection.finding_statuses).toEqual([
+      {
+        finding_id: old?.finding_id,
+        status: "resolved",
+        cause: `${repair?.repair_run_id}, then ${projection.review_runs[1]?.review_run_id}`,
+      },
+    ]);
+    // The Repair Agent saw the findings, the answer, its Artifacts and the mutation set.
+    expect(agent.tasks[0]).toMatchObject({
+      kind: "repair",
+      round: 1,
+      answer: "The answer is 41.",
+      artifacts: [{ path: "result.csv", content: "x,y\n1,41\n" }],
+      findings: [{ severity: "major", claim: "the answer is wrong" }],
+      mutation_set: ["result.csv"],
+    });
+    // The checkpoint is a frozen snapshot holding the pre-repair bytes.
+    const input = await projectionInputOf(t.store, runIdOf(RUN));
+    const checkpoint = input.snapshots[repair?.checkpoint.digest as string];
+    expect(checkpoint?.refs.map((r) => r.name)).toEqual(["artifact:result.csv", "checkpoint", "payload"]);
+    // Rounds and turns are in the ledger; the Repair turn spent the extra-token budget.
+    expect(projection.ledger?.consumed).toMatchObject({ repair_rounds: 1, repair_turns: 1, extra_tokens: 120 });
+  });
+
+  it("AM.states.7 AM.budgets.7: a stubborn finding ends completed_with_issues(budget_exhausted: max_repair_rounds) after the round budget; every finding unaddressed", async () => {
+    const agent = repairAgent(stubborn);
+    const { projection } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal).toMatchObject({
+      state: "completed_with_issues",
+      stop_reason: "budget_exhausted",
+      exhausted_limit: "max_repair_rounds",
+    });
+    expect(projection.repair_runs.map((r) => [r.round, r.outcome])).toEqual([
+      [1, "applied"],
+      [2, "applied"],
+    ]);
+    expect(projection.ledger?.consumed.repair_rounds).toBe(2);
+    expect(agent.tasks).toHaveLength(2);
+    // The latest candidate's finding is the unresolved one; the earlier two were not addressed.
+    expect(projection.terminal?.unresolved_finding_ids).toEqual(projection.blocking_finding_ids);
+    expect(projection.finding_statuses.map((s) => s.status)).toEqual(["unaddressed", "unaddressed", "open"]);
+    expect(projection.label).toBe("Completed · unverified · 1 unresolved issues · budget exhausted: max_repair_rounds");
+  });
+
+  it("AM.stage8.1 AM.budgets.8: with the loop circuits on, the same finding after a repair opens the circuit: completed_with_issues(loop_detected)", async () => {
+    const agent = repairAgent(stubborn);
+    const { projection } = await runWith(
+      { reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } },
+      { flags: ["stage8_loop_circuits"], budgets: { repeated_finding_limit: 1 } },
+    );
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal).toMatchObject({ state: "completed_with_issues", stop_reason: "loop_detected" });
+    expect(projection.repair_runs).toHaveLength(1);
+    expect(projection.ledger?.circuits.no_progress).toBe("open");
+    expect(projection.label).toContain("Loop detected");
+  });
+
+  it("AM.stage9.1 AM.terminals.4 AM.invariants.9: an edit outside the mutation set is never applied: safe_rollback_unavailable, the Repair Run rejected", async () => {
+    const agent = repairAgent(() => corrected("secrets.env"));
+    const { projection } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.user_truth).toBe("Blocked · Safe rollback unavailable");
+    expect(projection.repair_runs.map((r) => [r.outcome, r.to_candidate_id])).toEqual([["rejected", null]]);
+    // No new candidate: the reviewed one is the latest, and unverified.
+    expect(projection.candidate?.parent_candidate_id).toBeNull();
+    expect(projection.finding_statuses.map((s) => s.status)).toEqual(["unaddressed"]);
+  });
+
+  it("AM.invariants.9 AM.states.9: a path escaping the mutation set (a .. segment) is the higher-priority safety boundary", async () => {
+    const agent = repairAgent(() => corrected("../result.csv"));
+    const { projection } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["rejected"]);
+  });
+
+  it("AM.stage5.1 AM.invariants.9 (ADR 0006): stage 5 without stage 9 starts no Repair: safe_rollback_unavailable, the Repair Agent never asked", async () => {
+    const t = await setup();
+    const agent = repairAgent(() => corrected());
+    const runner = createAutoRunner({
+      store: t.store,
+      engine: producer(),
+      reviewers: [fakeReviewer("fake-judge")],
+      repair: { engine: agent },
+      flags: createStageFlags(["stage2_auto_run_storage", "stage4_review_completion_gate", "stage5_auto_repair"]),
+    });
+    const projection = await runner.run({ run: RUN, selection: AUTO_FIX });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.repair_runs).toEqual([]);
+    expect(agent.tasks).toEqual([]);
+    expect(projection.ledger?.consumed.repair_rounds).toBe(0);
+  });
+
+  it("AM.budgets.7 AM.invariants.8: the Repair Agent's turns are bounded per round: completed_with_issues(budget_exhausted: repair_turns_per_round)", async () => {
+    const agent = repairAgent(() => [
+      { kind: "turn", usage: { input_tokens: 10, output_tokens: 1 } },
+      { kind: "turn", usage: { input_tokens: 10, output_tokens: 1 } },
+      { kind: "turn", usage: { input_tokens: 10, output_tokens: 1 } },
+      ...corrected(),
+    ]);
+    const { projection } = await runWith(
+      { reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } },
+      { budgets: { repair_turns_per_round: 2 } },
+    );
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal).toMatchObject({
+      state: "completed_with_issues",
+      stop_reason: "budget_exhausted",
+      exhausted_limit: "repair_turns_per_round",
+    });
+    expect(projection.repair_runs.map((r) => [r.outcome, r.turns_used])).toEqual([["failed", 3]]);
+  });
+
+  it("AM.invariants.2 AM.states.5: the Repair actor is frozen in the exclusions and never reviews: refused before any inference call", async () => {
+    const agent = repairAgent(() => corrected());
+    // The only Reviewer is the Repair Agent's session (under another model): not eligible.
+    const reviewer = countingReviewer(
+      fakeReviewer("fake-judge", { actor_id: "reviewer-x", session_id: REPAIRER.session_id }),
+    );
+    const { projection } = await runWith({ reviewers: [reviewer.port], repair: { engine: agent } });
+    expect(projection.terminal).toMatchObject({
+      state: "review_unavailable",
+      unavailable_reason: "reviewer_independence_unavailable",
+    });
+    expect(reviewer.calls()).toBe(0);
+  });
+
+  it("AM.states.9: a Repair Run whose completion cannot commit ends at the safety boundary, never Verified", async () => {
+    const t = await setup();
+    const log: FactLog = new Proxy(t.store.log, {
+      get(target, prop, receiver) {
+        if (prop === "append") {
+          return async (entries: readonly FactInput[]) => {
+            const completing = entries.some(
+              (e) => e.kind === "auto.event" && (e.record as { type?: string }).type === "repair_completed",
+            );
+            if (completing) throw new Error("fault injection: disk full");
+            return target.append(entries);
+          };
+        }
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const projection = await createAutoRunner({
+      store: { log, objects: t.store.objects },
+      engine: producer(),
+      reviewers: [fakeReviewer("fake-judge")],
+      repair: { engine: repairAgent(() => corrected()) },
+      flags: createStageFlags(BASE_FLAGS),
+    }).run({ run: RUN, selection: AUTO_FIX });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(projection.phase).toBe("terminal");
+    // The repaired candidate committed, its Repair Run never completed: it is not Verified.
+    expect(projection.candidate?.review_status).toBe("unverified");
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual([null]);
+  });
+
+  it("refuses auto_fix under stages 5 and 9 without a Repair Agent, and a Repair Agent in the producer's session, before anything commits", async () => {
+    const t = await setup();
+    const flags = createStageFlags(BASE_FLAGS);
+    const base = { store: t.store, engine: producer(), reviewers: [fakeReviewer("fake-judge")], flags };
+    await expect(createAutoRunner(base).run({ run: RUN, selection: AUTO_FIX })).rejects.toMatchObject({
+      code: "ASP_AUTO_MODE_INVALID_OPTION",
+      data: { key: "repair" },
+    });
+    const same = repairAgent(() => corrected(), { ...REPAIRER, session_id: PRODUCER.session_id });
+    await expect(
+      createAutoRunner({ ...base, repair: { engine: same } }).run({ run: RUN, selection: AUTO_FIX }),
+    ).rejects.toMatchObject({ code: "ASP_AUTO_MODE_INVALID_OPTION", data: { key: "repair.engine.actor" } });
+    await expect(
+      createAutoRunner({ ...base, repair: { engine: repairAgent(() => []), mutationSet: ["../x"] } }).run({
+        run: RUN,
+        selection: AUTO_FIX,
+      }),
+    ).rejects.toMatchObject({ code: "ASP_AUTO_MODE_INVALID_OPTION", data: { key: "repair.mutationSet" } });
+    expect((await projectionInputOf(t.store, runIdOf(RUN))).facts).toEqual([]);
+  });
+
+  it("with a workspace, the repair is applied by the host to the scratch tree, and the new candidate is what the tree holds", async () => {
+    const t = await setup();
+    const time = manualTime();
+    const dir = mkdtempSync(join(tmpdir(), "asp-auto-repair-ws-"));
+    dirs.push(dir);
+    const workspace = await createScratchWorkspace({ dir });
+    await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
+    const engine: Engine = {
+      actor: PRODUCER,
+      async *run(): AsyncGenerator<EngineStep> {
+        yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
+        yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
+      },
+    };
+    const agent = repairAgent(() => corrected());
+    const runner = createAutoRunner({
+      store: t.store,
+      engine,
+      workspace,
+      reviewers: [fakeReviewer("fake-judge")],
+      repair: { engine: agent, mutationSet: ["notes.md"] },
+      flags: createStageFlags(BASE_FLAGS),
+      clock: time.clock,
+      timers: time.timers,
+    });
+    const projection = await runner.run({ run: RUN, selection: AUTO_FIX });
+    expect(projection.problems).toEqual([]);
+    expect(projection.user_truth).toBe("Verified");
+    expect(projection.repair_runs[0]?.mutation_set).toEqual(["notes.md", "result.csv"]);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,42\n");
+    expect(projection.candidate?.artifact_versions.map((v) => v.artifact_id)).toEqual(["result.csv"]);
+  });
+});
+
+describe("the projection proves every Repair Run (tampered histories fail closed)", () => {
+  async function verifiedHistory() {
+    const agent = repairAgent(() => corrected());
+    const { t } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
+    return projectionInputOf(t.store, runIdOf(RUN));
+  }
+
+  it("AM.durable.5 AM.durable.1: a repaired candidate whose Repair Run is removed, or a Repair Run outside its mutation set, projects the safety boundary", async () => {
+    const input = await verifiedHistory();
+    expect(projectAutoRun(input).user_truth).toBe("Verified");
+    const withoutRepair = {
+      ...input,
+      facts: input.facts.filter(
+        (f) =>
+          f.kind !== "auto.repair_run" &&
+          !(f.kind === "auto.event" && String((f.record as { type: string }).type).startsWith("repair_")),
+      ),
+    };
+    const a = projectAutoRun(withoutRepair);
+    expect(a.terminal_reason).toBe("safety_boundary");
+    expect(a.problems.join("\n")).toMatch(/no Repair Run produced it|run machine/);
+    const narrowed = {
+      ...input,
+      facts: input.facts.map((f) =>
+        f.kind === "auto.repair_run"
+          ? {
+              ...f,
+              record: {
+                ...(f.record as object),
+                body: { ...(f.record as { body: object }).body, mutation_set: [] },
+              },
+            }
+          : f,
+      ),
+    };
+    const b = projectAutoRun(narrowed);
+    expect(b.terminal_reason).toBe("safety_boundary");
+    expect(b.problems.join("\n")).toMatch(/mutation set/);
+  });
+
+  it("a checkpoint that does not verify projects the safety boundary", async () => {
+    const input = await verifiedHistory();
+    const fact = input.facts.find((f) => f.kind === "auto.repair_run");
+    if (fact === undefined) return expect.fail("no Repair Run committed");
+    const digest = (fact.record as { body: { checkpoint: { digest: string } } }).body.checkpoint.digest;
+    const p = projectAutoRun({ ...input, snapshots: { ...input.snapshots, [digest]: null } });
+    expect(p.terminal_reason).toBe("safety_boundary");
+    expect(p.problems.join("\n")).toMatch(/checkpoint .* does not verify/);
+  });
+
+  it("every repair row of the run machine names its test, and a reload projects the same", async () => {
+    const rows = RUN_MACHINE.filter((r) => r.module === "repair");
+    expect(rows.map((r) => `${r.from} --${r.on}--> ${r.to}`)).toEqual([
+      "candidate --repair_started--> repairing",
+      "repairing --step:turn--> repairing",
+      "repairing --candidate_ready--> repaired",
+      "repaired --repair_completed--> candidate",
+      "repairing --repair_completed--> candidate",
+      "repairing --auto_run_terminal--> terminal",
+      "repaired --auto_run_terminal--> terminal",
+    ]);
+    for (const r of rows) expect(r.test).toMatch(/^repair\.test\.ts: /);
+    const agent = repairAgent(() => corrected());
+    const { t, projection } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
+    expect(await loadAutoRunProjection(t.store, runIdOf(RUN))).toEqual(projection);
+  });
+});
