@@ -149,6 +149,24 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
       expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/^asp: ASP_AUTO_MODE_STAGE_DISABLED: .*stage4_review_completion_gate/);
     });
+
+    it("refuses auto_fix under stages 5 and 9 (no Repair Agent is provisioned by this command yet), naming the step", () => {
+      const { repo, config } = setup({
+        stages: {
+          stage2_auto_run_storage: true,
+          stage4_review_completion_gate: true,
+          stage5_auto_repair: true,
+          stage9_safe_repair_checkpoint: true,
+        },
+        result_review_mode: "auto_fix",
+      });
+      const r = runBinary(["auto", "run", "--reviewer", "host-checks", "--config", config, repo]);
+      expect(r.code).toBe(64);
+      expect(r.stderr).toMatch(
+        /^asp: ASP_AUTO_MODE_STAGE_DISABLED: asp auto run does not provision a Repair Agent yet/,
+      );
+      expect(r.stderr).toContain('set "result_review_mode": "review_only"');
+    });
   });
 
   it("refuses a Reviewer that is not a verified, granted verifier plugin (exit 64)", () => {

@@ -46,7 +46,9 @@ describe("asp config show", () => {
         "stage2_auto_run_storage",
         "stage3_scientific_review_shadow",
         "stage4_review_completion_gate",
+        "stage5_auto_repair",
         "stage8_loop_circuits",
+        "stage9_safe_repair_checkpoint",
       ]);
       for (const flag of STAGE_FLAGS) expect(report.stages[flag].built).toBe(BUILT_STAGES.includes(flag));
       expect(Object.keys(report.budgets)).toEqual([...BUDGET_LIMITS]);
@@ -59,7 +61,7 @@ describe("asp config show", () => {
       expect(r.code).toBe(EXIT.ok);
       expect(r.stdout).toContain("stage12_restart_recovery");
       expect(r.stdout).toContain(
-        "  built: stage2_auto_run_storage, stage3_scientific_review_shadow, stage4_review_completion_gate, stage8_loop_circuits",
+        "  built: stage2_auto_run_storage, stage3_scientific_review_shadow, stage4_review_completion_gate, stage5_auto_repair, stage8_loop_circuits, stage9_safe_repair_checkpoint",
       );
       expect(r.stdout).toMatch(/^ {2}stage2_auto_run_storage +off +built +built-in default$/m);
       expect(r.stdout).toMatch(/^ {2}stage7_guardian_enforcement +off +not built +built-in default$/m);
@@ -150,7 +152,7 @@ describe("asp config show", () => {
     });
 
     it("accepts an unbuilt stage set off, and says it is not built", async () => {
-      const cwd = workdir({ "deploy.json": { stages: { stage5_auto_repair: false } } });
+      const cwd = workdir({ "deploy.json": { stages: { stage6_guardian_shadow: false } } });
       const r = await run(
         ["config", "show", "--deployment", "deploy.json", "--json"],
         { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "0" },
@@ -158,7 +160,7 @@ describe("asp config show", () => {
       );
       expect(r.code).toBe(EXIT.ok);
       const report = JSON.parse(r.stdout);
-      expect(report.stages.stage5_auto_repair).toMatchObject({
+      expect(report.stages.stage6_guardian_shadow).toMatchObject({
         enabled: false,
         built: false,
         source: { kind: "deployment", origin: "deploy.json" },
@@ -235,16 +237,18 @@ describe("asp config show", () => {
     });
 
     it("refuses an unbuilt stage turned on by the deployment file or a host alias, naming where", async () => {
-      const cwd = workdir({ "deploy.json": { stages: { stage2_auto_run_storage: true, stage5_auto_repair: true } } });
+      const cwd = workdir({
+        "deploy.json": { stages: { stage2_auto_run_storage: true, stage6_guardian_shadow: true } },
+      });
       const file = await run(["config", "show", "--deployment", "deploy.json", "--json"], {}, cwd);
       expect(file.code).toBe(EXIT.usage);
       const error = JSON.parse(file.stdout).error;
       expect(error).toMatchObject({
         code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
-        data: { key: "stages.stage5_auto_repair", source: "deployment", origin: "deploy.json" },
+        data: { key: "stages.stage6_guardian_shadow", source: "deployment", origin: "deploy.json" },
       });
       expect(error.message).toContain(
-        "Turn it off: remove stages.stage5_auto_repair from deploy.json (or set it to false)",
+        "Turn it off: remove stages.stage6_guardian_shadow from deploy.json (or set it to false)",
       );
       const alias = await run(["config", "show", "--env-alias", "ASP_"], { ASP_STAGE12_RESTART_RECOVERY: "yes" });
       expect(alias.code).toBe(EXIT.usage);

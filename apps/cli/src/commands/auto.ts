@@ -68,9 +68,18 @@ export function renderProjection(p: AutoRunProjection): string {
   const unavailable = p.terminal?.unavailable_reason ?? null;
   if (stop !== null) lines.push(`stop reason ${t(stop)}`);
   if (unavailable !== null) lines.push(`unavailable reason ${t(unavailable)}`);
+  // A finding's status is the one its durable cause gives (a review, a Repair Run, the re-review).
+  const statuses = new Map(p.finding_statuses.map((s) => [s.finding_id, s]));
   for (const f of p.findings) {
+    const s = statuses.get(f.finding_id);
+    const status = s === undefined ? t(f.status) : `${t(s.status)}: ${t(s.cause)}`;
     lines.push(
-      `${f.material ? "✖" : "·"} ${t(f.severity)} ${t(f.category)} ${t(f.claim)} [${f.evidence_refs.map(t).join(", ")}] (${t(f.status)})`,
+      `${f.material ? "✖" : "·"} ${t(f.severity)} ${t(f.category)} ${t(f.claim)} [${f.evidence_refs.map(t).join(", ")}] (${status})`,
+    );
+  }
+  for (const r of p.repair_runs) {
+    lines.push(
+      `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]`,
     );
   }
   if (p.label !== p.user_truth) lines.push(`label ${t(p.label)}`);
@@ -84,7 +93,7 @@ export function renderProjection(p: AutoRunProjection): string {
   if (p.ledger !== null) {
     const turns = p.steps.filter((s) => s.phase === "turn").length;
     lines.push(
-      `ledger: ${turns} turns, ${p.ledger.consumed.extra_tokens} extra tokens, no-progress circuit ${t(p.ledger.circuits.no_progress)}`,
+      `ledger: ${turns} turns, ${p.ledger.consumed.extra_tokens} extra tokens, ${p.ledger.consumed.repair_rounds} repair rounds, no-progress circuit ${t(p.ledger.circuits.no_progress)}`,
     );
   }
   for (const problem of p.problems) lines.push(`  problem: ${t(problem)}`);
@@ -132,6 +141,15 @@ export function assertStages(resolved: ResolvedConfiguration): void {
       "ASP_AUTO_MODE_STAGE_DISABLED",
       `a Reviewer runs only with stage4_review_completion_gate (or stage3_scientific_review_shadow) on, and both are off: ${how}`,
       { data: { stage: "stage4_review_completion_gate" } },
+    );
+  }
+  if (resolved.repair === "checkpointed") {
+    // The runtime repairs (Stages 5 and 9, @asp/auto-mode `repair`), but this command does not yet
+    // provision a Repair Agent: refused before anything is opened, never a silent review_only.
+    throw new AutoModeError(
+      "ASP_AUTO_MODE_STAGE_DISABLED",
+      `asp auto run does not provision a Repair Agent yet, so auto_fix under stage5_auto_repair and stage9_safe_repair_checkpoint cannot run here: set "result_review_mode": "review_only" in "autoMode", or turn stage5_auto_repair off (docs/auto-mode.md, "Repair")`,
+      { data: { stage: "stage5_auto_repair" } },
     );
   }
   if (resolved.selection.selection.result_review_mode === "off") {
