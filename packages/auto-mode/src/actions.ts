@@ -241,6 +241,11 @@ export interface ActionWorkspace {
   read(path: string): Promise<Uint8Array | null>;
   /** Write the whole file; `changed` when its bytes differ from before (a durable delta). */
   write(path: string, bytes: Uint8Array): Promise<{ readonly changed: boolean }>;
+  /**
+   * Remove a file (never a folder, never through a link); `changed` when there was one. Only the
+   * host calls it, to roll a Repair back to its checkpoint: no Engine is offered a removal tool.
+   */
+  remove?(path: string): Promise<{ readonly changed: boolean }>;
   run(argv: ReadonlyArray<string>, signal: AbortSignal): Promise<CommandResult>;
   /**
    * Every file that differs from the workspace's starting state, whoever changed it (an adapter or

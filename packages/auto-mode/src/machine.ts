@@ -18,6 +18,8 @@ import { TERMINAL_ROWS } from "./modules/terminal.js";
  * - `candidate`: the latest candidate committed, no Reviewer attempt in flight;
  * - `reviewing`: a Reviewer attempt started and has not completed;
  * - `repairing`: a Repair Run started from its committed checkpoint (Stage 5) and has not completed;
+ * - `repair_acting`: a Repair Agent's admitted action (a read, or a write inside the mutation set)
+ *   has not committed its result;
  * - `repaired`: the Repair Run's new candidate committed, its `repair_completed` has not;
  * - `terminal`: the terminal committed; nothing may follow.
  */
@@ -29,6 +31,7 @@ export type RunPhase =
   | "candidate"
   | "reviewing"
   | "repairing"
+  | "repair_acting"
   | "repaired"
   | "terminal";
 

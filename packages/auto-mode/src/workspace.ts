@@ -191,6 +191,17 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
       }
       return { changed: true };
     },
+    async remove(path) {
+      await start();
+      const abs = await resolveInside(path, false);
+      try {
+        await fs.promises.unlink(abs);
+        return { changed: true };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return { changed: false };
+        throw hide(error);
+      }
+    },
     async run(argv, signal) {
       await start();
       const before = await stateOf(root, maxFile);

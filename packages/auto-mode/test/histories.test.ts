@@ -223,7 +223,18 @@ describe("recorded Auto Run histories replay to the same meaning (issue 25 item 
       for (const t of RUN_MACHINE) if (reachable.has(t.from)) reachable.add(t.to);
     }
     expect([...reachable].sort()).toEqual(
-      ["absent", "acting", "candidate", "refused", "repaired", "repairing", "reviewing", "started", "terminal"].sort(),
+      [
+        "absent",
+        "acting",
+        "candidate",
+        "refused",
+        "repair_acting",
+        "repaired",
+        "repairing",
+        "reviewing",
+        "started",
+        "terminal",
+      ].sort(),
     );
     const exits = new Set(RUN_MACHINE.map((t) => t.from));
     expect([...reachable].filter((p) => !exits.has(p as never))).toEqual(["terminal"]);
@@ -240,7 +251,9 @@ describe("docs/auto-mode.md shows the run machine", () => {
     const rows = text
       .split("\n")
       .filter((l) =>
-        /^\| (absent|started|acting|refused|candidate|reviewing|repairing|repaired|terminal) \| `/.test(l),
+        /^\| (absent|started|acting|refused|candidate|reviewing|repairing|repair_acting|repaired|terminal) \| `/.test(
+          l,
+        ),
       );
     expect(rows).toEqual(
       RUN_MACHINE.map(

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StageFlag } from "@asp/contracts";
@@ -13,12 +13,13 @@ import {
   type Engine,
   type EngineStep,
   loadAutoRunProjection,
+  type PermissionClassifier,
   projectAutoRun,
   projectionInputOf,
   RUN_MACHINE,
   runIdOf,
 } from "../src/index.js";
-import { countingReviewer, fakeReviewer, manualTime, PRODUCER, RUN, tempStores } from "./helpers.js";
+import { allowAll, countingReviewer, fakeReviewer, manualTime, PRODUCER, RUN, tempStores } from "./helpers.js";
 
 // Stage 5 (bounded Repair) under Stage 9 (the safe checkpoint): issues → repair → an independent
 // re-review, against a real level store and Reviewers that are real subprocesses.
@@ -375,6 +376,178 @@ describe("Stage 5 and Stage 9: bounded Repair from a committed checkpoint", () =
   });
 });
 
+describe("Repair through the host's mediated tools (propose, check against the mutation set, apply, roll back)", () => {
+  /** A run over a real scratch workspace holding result.csv (the producer's change) and notes.md. */
+  async function inWorkspace(
+    plan: (round: number, task: Record<string, unknown>) => EngineStep[],
+    o: { permissions?: PermissionClassifier; mutationSet?: string[]; plant?: (dir: string) => void } = {},
+  ) {
+    const t = await setup();
+    const time = manualTime();
+    const dir = mkdtempSync(join(tmpdir(), "asp-auto-repair-tools-"));
+    dirs.push(dir);
+    const workspace = await createScratchWorkspace({ dir });
+    await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
+    o.plant?.(dir);
+    const engine: Engine = {
+      actor: PRODUCER,
+      async *run(): AsyncGenerator<EngineStep> {
+        yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
+        yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
+      },
+    };
+    const agent = repairAgent(plan);
+    const runner = createAutoRunner({
+      store: t.store,
+      engine,
+      workspace,
+      permissions: o.permissions ?? allowAll,
+      reviewers: [fakeReviewer("fake-judge")],
+      repair: { engine: agent, mutationSet: o.mutationSet ?? [] },
+      flags: createStageFlags(BASE_FLAGS),
+      clock: time.clock,
+      timers: time.timers,
+    });
+    const projection = await runner.run({ run: RUN, selection: AUTO_FIX });
+    return { t, dir, agent, projection };
+  }
+  const write = (path: string, content: string, id = "w"): EngineStep => ({
+    kind: "action",
+    action: { tool: "write_file", arguments: { path, content }, call_id: id },
+  });
+  const done = (payload = "The answer is 42 (corrected)."): EngineStep => ({
+    kind: "completion",
+    payload,
+    artifacts: [],
+    evidence: [],
+  });
+  const phases = (p: {
+    steps: ReadonlyArray<{ phase: string; action: { tool: string; target: string | null } | null }>;
+  }) => p.steps.map((s) => `${s.phase}${s.action === null ? "" : `:${s.action.tool}:${s.action.target}`}`);
+
+  it("AM.stage9.1 AM.invariants.9: the Repair Agent edits through the host's mediated tools: each write checked, admitted, run by the host and audited; the new candidate holds what it wrote", async () => {
+    const { dir, agent, projection } = await inWorkspace(() => [
+      { kind: "action", action: { tool: "read_file", arguments: { path: "result.csv" }, call_id: "r" } },
+      { kind: "turn", usage: { input_tokens: 100, output_tokens: 20 } },
+      write("result.csv", "x,y\n1,42\n"),
+      done(),
+    ]);
+    expect(projection.problems).toEqual([]);
+    expect(projection.user_truth).toBe("Verified");
+    // Offered reads and whole-file writes only: no command (its writes cannot be bounded).
+    expect(agent.tasks).toHaveLength(1);
+    expect(phases(projection)).toEqual([
+      "turn",
+      "admitted:read_file:result.csv",
+      "executed:read_file:result.csv",
+      "turn",
+      "admitted:write_file:result.csv",
+      "executed:write_file:result.csv",
+    ]);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,42\n");
+    const [repair] = projection.repair_runs;
+    expect(repair?.outcome).toBe("applied");
+    expect(projection.candidate?.candidate_id).toBe(repair?.to_candidate_id);
+    expect(projection.candidate?.artifact_versions.map((v) => v.artifact_id)).toEqual(["result.csv"]);
+    expect(repair?.after_versions[0]?.checksum).not.toBe(repair?.before_versions[0]?.checksum);
+  });
+
+  it("AM.stage9.1 AM.terminals.4: a write outside the mutation set through the tools is refused before it runs, audited, and the workspace rolled back to the checkpoint: safe_rollback_unavailable", async () => {
+    const { dir, projection } = await inWorkspace(() => [
+      write("result.csv", "x,y\n1,42\n", "a"),
+      write("deploy/secrets.env", "TOKEN=1\n", "b"),
+      done(),
+    ]);
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.repair_runs.map((r) => [r.outcome, r.to_candidate_id])).toEqual([["rejected", null]]);
+    const refused = projection.steps.find((s) => s.phase === "refused");
+    expect(refused?.refusal).toMatchObject({
+      code: "ASP_AUTO_MODE_OUTSIDE_MUTATION_SET",
+      terminal: "safe_rollback_unavailable",
+    });
+    expect(refused?.action?.target).toBe("deploy/secrets.env");
+    // The in-set write that did run is undone; the refused one never ran.
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+    expect(existsSync(join(dir, "deploy"))).toBe(false);
+    expect(projection.candidate?.parent_candidate_id).toBeNull();
+  });
+
+  it("AM.invariants.9: a command proposed by the Repair Agent is refused (not offered), and a file it created in the mutation set is removed on rollback", async () => {
+    const { dir, projection } = await inWorkspace(
+      () => [
+        write("notes.md", "new notes\n", "a"),
+        { kind: "action", action: { tool: "run_command", arguments: { argv: ["rm", "result.csv"] }, call_id: "c" } },
+        done(),
+      ],
+      { mutationSet: ["notes.md"] },
+    );
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.steps.find((s) => s.phase === "refused")?.refusal?.detail).toMatch(/run_command is not offered/);
+    expect(existsSync(join(dir, "notes.md"))).toBe(false);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+
+  it("AM.states.9 AM.invariants.9: a link planted in the workspace during a repair is never followed: safety_boundary, the target untouched", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "asp-auto-repair-outside-"));
+    dirs.push(outside);
+    writeFileSync(join(outside, "victim.txt"), "original\n");
+    let workDir = "";
+    const { projection } = await inWorkspace(
+      () => {
+        // Planted while the Repair runs (after the checkpoint froze), then written through.
+        symlinkSync(join(outside, "victim.txt"), join(workDir, "notes.md"));
+        return [write("notes.md", "pwned\n"), done()];
+      },
+      {
+        mutationSet: ["notes.md"],
+        plant: (dir) => {
+          workDir = dir;
+        },
+      },
+    );
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["rejected"]);
+    expect(readFileSync(join(outside, "victim.txt"), "utf8")).toBe("original\n");
+  });
+
+  it("AM.invariants.9: a mutation-set path that is already a link when the checkpoint freezes is the safety boundary before Repair starts", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "asp-auto-repair-outside-"));
+    dirs.push(outside);
+    writeFileSync(join(outside, "victim.txt"), "original\n");
+    const { projection, agent } = await inWorkspace(() => [write("notes.md", "pwned\n"), done()], {
+      mutationSet: ["notes.md"],
+      plant: (dir) => symlinkSync(join(outside, "victim.txt"), join(dir, "notes.md")),
+    });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(projection.repair_runs).toEqual([]);
+    expect(agent.tasks).toEqual([]);
+    expect(readFileSync(join(outside, "victim.txt"), "utf8")).toBe("original\n");
+  });
+
+  it("AM.invariants.9: an escaping path proposed through the tools is the safety boundary; a write policy denies ends policy_requires_explicit_setup, attributed to policy", async () => {
+    const escaped = await inWorkspace(() => [write("../result.csv", "x"), done()]);
+    expect(escaped.projection.problems).toEqual([]);
+    expect(escaped.projection.terminal_reason).toBe("safety_boundary");
+    const denyWrites: PermissionClassifier = {
+      classify: (action) =>
+        action.tool === "write_file"
+          ? { outcome: "deny", reason: "permissions.rules[0] denies writes", fenced: false }
+          : { outcome: "allow", reason: "reads are allowed", fenced: false },
+    };
+    const denied = await inWorkspace(() => [write("result.csv", "x,y\n1,42\n"), done()], {
+      permissions: denyWrites,
+    });
+    expect(denied.projection.problems).toEqual([]);
+    expect(denied.projection.terminal_reason).toBe("policy_requires_explicit_setup");
+    expect(denied.projection.steps.find((s) => s.phase === "refused")?.refusal).toMatchObject({ code: "policy_deny" });
+    expect(readFileSync(join(denied.dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+});
+
 describe("the projection proves every Repair Run (tampered histories fail closed)", () => {
   async function verifiedHistory() {
     const agent = repairAgent(() => corrected());
@@ -430,6 +603,11 @@ describe("the projection proves every Repair Run (tampered histories fail closed
     expect(rows.map((r) => `${r.from} --${r.on}--> ${r.to}`)).toEqual([
       "candidate --repair_started--> repairing",
       "repairing --step:turn--> repairing",
+      "repairing --step:admitted--> repair_acting",
+      "repair_acting --step:executed--> repairing",
+      "repairing --step:refused--> repairing",
+      "repair_acting --step:refused--> repairing",
+      "repair_acting --auto_run_terminal--> terminal",
       "repairing --candidate_ready--> repaired",
       "repaired --repair_completed--> candidate",
       "repairing --repair_completed--> candidate",

@@ -9,12 +9,15 @@ import type {
   TerminalRecord,
 } from "@asp/contracts";
 import { type Digest, digestBytes, type EvidenceRef, freezeSnapshot } from "@asp/evidence";
+import { canonicalizeAction, HOST_TOOLS } from "../actions.js";
 import type { AutoEvent } from "../durable.js";
 import type { Engine, EngineStep } from "../engine.js";
+import { AutoModeError } from "../errors.js";
 import { checkpointIdOf, repairRunIdOf } from "../identity.js";
 import type { MachineTransition } from "../machine.js";
 import { ABORTED, type RunContext, type TerminalOutcome } from "../run/context.js";
 import { frozenFlag } from "../stages.js";
+import { mediateAction } from "./actions.js";
 import { type CandidateSet, CHANGES_REF, type Completion, commitCandidate, type Produced } from "./candidate.js";
 import { type Problems, type Rec, type RunFacts, same } from "./facts.js";
 import type { ReviewSet } from "./review.js";
@@ -23,8 +26,9 @@ import type { RunBase } from "./storage.js";
 // Stage 5's module, under Stage 9's safe checkpoint: a bounded Repair Run from an issues verdict.
 // Its activity commits the pre-repair checkpoint and a declared mutation set with
 // `repair_started`, asks the Repair Agent (a session distinct from the producer's) for an edit
-// plan, checks every proposed path against the mutation set before a byte is written, applies it
-// through the host's workspace, commits the repaired candidate (a new generation whose parent is
+// plan (its writes proposed through the host's mediated tools, or whole files in its completion),
+// checks every proposed path against the mutation set before a byte is written, applies it
+// through the host's workspace (rolled back to the checkpoint when the Repair fails), commits the repaired candidate (a new generation whose parent is
 // the repaired one) and `repair_completed`. The repaired candidate is then reviewed again by an
 // independent Reviewer; nothing here ever makes it Verified. Its proof checks each Repair Run
 // against its checkpoint, its mutation set, the candidates and the frozen exclusions.
@@ -49,6 +53,53 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     to: "repairing",
     entry: "a Repair Agent turn ended; admitted against the round's turn budget and the extra-token budget",
     test: "repair.test.ts: turns are bounded per round",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "step:admitted",
+    to: "repair_acting",
+    entry:
+      "the Repair Agent proposed a read, or a whole-file write of a path inside the mutation set; the ledger and deterministic policy allowed it; nothing has run",
+    test: "repair.test.ts: the Repair Agent edits through the host's mediated tools",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repair_acting",
+    on: "step:executed",
+    to: "repairing",
+    entry: "the result of exactly the admitted action, run by the host's adapters in the workspace",
+    test: "repair.test.ts: the Repair Agent edits through the host's mediated tools",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repairing",
+    on: "step:refused",
+    to: "repairing",
+    entry:
+      "a proposed write outside the mutation set, a command (its writes cannot be bounded), an escaping path, a deny or an ask refused the unexecuted action; its audit committed, the Repair Run completes rejected next",
+    test: "repair.test.ts: a write outside the mutation set through the tools",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repair_acting",
+    on: "step:refused",
+    to: "repairing",
+    entry: "the host's adapter found a path escape while running the admitted action (nothing escaped)",
+    test: "repair.test.ts: a link planted in the workspace during a repair",
+  },
+  {
+    module: "repair",
+    stage: "stage5_auto_repair",
+    from: "repair_acting",
+    on: "auto_run_terminal",
+    to: "terminal",
+    entry: "safety_boundary only: an action's result could not commit",
+    test: "repair.test.ts: a Repair Run whose completion cannot commit",
   },
   {
     module: "repair",
@@ -102,9 +153,11 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
 export interface RepairOptions {
   /**
    * The Repair Agent: an Engine whose actor is a session distinct from the producer's (frozen in
-   * the run's exclusions, so it can never review or promote). It is offered no tools: it answers
-   * with a completion whose payload is the repaired answer and whose Artifacts are the edit plan
-   * (whole files by path); the host checks and applies it.
+   * the run's exclusions, so it can never review or promote). With a workspace it is offered
+   * the host's `read_file` and `write_file` (reads, and whole-file writes the host checks against the mutation set,
+   * then mediates like the producer's); without one, none. It ends with a completion whose payload
+   * is the repaired answer and whose Artifacts, if any, are further whole files by path; the host
+   * checks and applies them, and rolls the workspace back to the checkpoint when the Repair fails.
    */
   readonly engine: Engine;
   /**
@@ -256,8 +309,12 @@ export async function repairCandidate(
   let checkpoint: Awaited<ReturnType<typeof freezeCheckpoint>>;
   try {
     checkpoint = await freezeCheckpoint(ctx, from, mutationSet);
-  } catch {
-    // A checkpoint that cannot commit: Repair never starts.
+  } catch (error) {
+    // A mutation-set path that leaves the workspace (a planted link) is a real path escape: the
+    // higher-priority safety boundary. Any other checkpoint that cannot commit: Repair never starts.
+    if (error instanceof AutoModeError && error.code === "ASP_AUTO_MODE_PATH_ESCAPE") {
+      return { kind: "reason", reason: "safety_boundary", candidateId };
+    }
     return { kind: "reason", reason: "safe_rollback_unavailable", candidateId };
   }
   const actor = options.engine.actor;
@@ -319,20 +376,32 @@ export async function repairCandidate(
   });
   record = { ...record, turns_used: planned.turns };
   if (planned.kind === "stop") {
-    await complete("failed", null);
+    // Whatever the Agent's mediated writes changed goes back to the checkpoint first.
+    const rolledBack = await rollBack(ctx, checkpoint.files);
+    await complete(planned.refused ? "rejected" : "failed", null);
+    if (rolledBack !== null) return { kind: "reason", reason: rolledBack, candidateId };
     return planned.outcome === "repair_turns" ? issues("repair_turns_per_round") : planned.outcome;
   }
-  const plan = planned.completion;
-  // The hypothetical check, before a byte is written: every path a safe relative path inside the
-  // declared mutation set. An escape is the higher-priority safety boundary.
+  // The plan: the completion's own whole files, over what the mediated writes changed in the
+  // workspace since the checkpoint (each of those already checked and applied by the host).
+  const written = await writtenSince(ctx, checkpoint.files);
+  const explicit = new Set(planned.completion.artifacts.map((a) => a.artifact_id));
+  const plan: Completion = {
+    ...planned.completion,
+    artifacts: [...written.filter((a) => !explicit.has(a.artifact_id)), ...planned.completion.artifacts],
+  };
+  // The hypothetical check, before a byte of the completion's own files is written: every path a
+  // safe relative path inside the declared mutation set. An escape is the higher-priority safety
+  // boundary.
   if (!plan.artifacts.every((a) => isSafeRelPath(a.artifact_id))) {
     await complete("rejected", null);
-    return { kind: "reason", reason: "safety_boundary", candidateId };
+    return { kind: "reason", reason: (await rollBack(ctx, checkpoint.files)) ?? "safety_boundary", candidateId };
   }
   const allowed = new Set(mutationSet);
   if (!plan.artifacts.every((a) => allowed.has(a.artifact_id))) {
+    const rolledBack = await rollBack(ctx, checkpoint.files);
     await complete("rejected", null);
-    return { kind: "reason", reason: "safe_rollback_unavailable", candidateId };
+    return { kind: "reason", reason: rolledBack ?? "safe_rollback_unavailable", candidateId };
   }
   const unchanged =
     digestBytes(utf8.encode(plan.payload)) === from.candidate.payload_digest &&
@@ -378,7 +447,96 @@ export async function repairCandidate(
 
 type Planned =
   | { readonly kind: "plan"; readonly completion: Completion; readonly turns: number }
-  | { readonly kind: "stop"; readonly outcome: TerminalOutcome | "repair_turns"; readonly turns: number };
+  | {
+      readonly kind: "stop";
+      readonly outcome: TerminalOutcome | "repair_turns";
+      readonly turns: number;
+      /** The host refused one of the Agent's actions (the Repair Run completes `rejected`). */
+      readonly refused?: boolean;
+    };
+
+/**
+ * The tools a Repair Agent is offered over the host's workspace: reads and whole-file writes, each
+ * mediated like the producer's (canonicalized, admitted by the ledger, classified by policy, run by
+ * the host's adapters, audited). No command: its writes could not be bounded to the mutation set.
+ */
+export const REPAIR_TOOLS = Object.freeze(HOST_TOOLS.filter((t) => t.name === "read_file" || t.name === "write_file"));
+
+/**
+ * The propose step's check, before policy and before anything runs: a write must name a path of the
+ * mutation set, and only the offered tools may be proposed. Commits the refusal audit and returns
+ * the outcome (`safe_rollback_unavailable`), or null to mediate the action. An uncanonicalizable
+ * proposal (an escaping path) is left to the mediation, which refuses it at the safety boundary.
+ */
+async function refuseOutsideMutationSet(
+  ctx: RunContext,
+  proposal: unknown,
+  allowed: ReadonlySet<string>,
+): Promise<TerminalOutcome | null> {
+  const canonical = canonicalizeAction(proposal as Parameters<typeof canonicalizeAction>[0]);
+  if (!canonical.ok) return null;
+  const a = canonical.action;
+  const offered = REPAIR_TOOLS.some((t) => t.name === a.tool);
+  if (offered && (a.tool !== "write_file" || allowed.has(a.target))) return null;
+  await ctx.step({
+    phase: "refused",
+    action: {
+      action_ordinal: ctx.nextActionOrdinal(),
+      tool: a.tool,
+      target: a.target,
+      action_digest: a.digest,
+      classification: null,
+    },
+    refusal: {
+      code: "ASP_AUTO_MODE_OUTSIDE_MUTATION_SET",
+      detail: offered
+        ? `${a.target} is not in the Repair Run's declared mutation set`
+        : `${a.tool} is not offered to a Repair Agent: its writes cannot be bounded to the mutation set`,
+      terminal: "safe_rollback_unavailable",
+    },
+  });
+  return { kind: "reason", reason: "safe_rollback_unavailable", candidateId: ctx.record.candidate_id };
+}
+
+/** The mutation-set files the workspace changed since the checkpoint, as whole-file edits. */
+async function writtenSince(
+  ctx: RunContext,
+  checkpoint: ReadonlyMap<string, Uint8Array | null>,
+): Promise<Completion["artifacts"]> {
+  const workspace = ctx.options.workspace;
+  if (workspace === undefined) return [];
+  const out: Array<Completion["artifacts"][number]> = [];
+  for (const [path, before] of checkpoint) {
+    const now = await workspace.read(path);
+    if (now === null || (before !== null && digestBytes(before) === digestBytes(now))) continue;
+    out.push({ artifact_id: path, version_id: digestBytes(now).slice(7, 23), bytes: now });
+  }
+  return out;
+}
+
+/**
+ * Restore every mutation-set path of the workspace to the checkpoint (a file it did not hold is
+ * removed). Null when restored; the safety boundary when a path cannot be restored.
+ */
+async function rollBack(
+  ctx: RunContext,
+  checkpoint: ReadonlyMap<string, Uint8Array | null>,
+): Promise<"safety_boundary" | null> {
+  const workspace = ctx.options.workspace;
+  if (workspace === undefined) return null;
+  try {
+    for (const [path, bytes] of checkpoint) {
+      if (bytes !== null) await workspace.write(path, bytes);
+      else if ((await workspace.read(path)) !== null) {
+        if (workspace.remove === undefined) return "safety_boundary";
+        await workspace.remove(path);
+      }
+    }
+    return null;
+  } catch {
+    return "safety_boundary";
+  }
+}
 
 /**
  * Read the Repair Agent's steps up to its completion (the edit plan). Each turn is admitted against
@@ -395,27 +553,44 @@ async function askRepairAgent(
   let turns = 0;
   let it: AsyncIterator<EngineStep, void, ActionResult | undefined>;
   try {
-    const steps = engine.run({ run: ctx.run, task: repairTask(input), tools: [], signal: ctx.signal });
+    const tools = ctx.options.workspace === undefined ? [] : REPAIR_TOOLS;
+    const steps = engine.run({ run: ctx.run, task: repairTask(input), tools, signal: ctx.signal });
     it = (
       Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
     ) as AsyncIterator<EngineStep, void, ActionResult | undefined>;
   } catch {
     return { kind: "stop", outcome: failed, turns };
   }
+  const allowed = new Set(input.mutationSet);
+  let reply: ActionResult | undefined;
   try {
     for (;;) {
       const gate = ctx.admitNext(candidateId);
       if (gate !== null) return { kind: "stop", outcome: gate, turns };
       let next: IteratorResult<EngineStep, void> | typeof ABORTED;
       try {
-        next = await ctx.orAbort(Promise.resolve().then(() => it.next(undefined)));
+        next = await ctx.orAbort(Promise.resolve().then(() => it.next(reply as ActionResult)));
       } catch {
         return { kind: "stop", outcome: failed, turns };
       }
+      reply = undefined;
       if (next === ABORTED) return { kind: "stop", outcome: ctx.admitNext(candidateId) ?? failed, turns };
       if (next.done === true) return { kind: "stop", outcome: failed, turns };
       const step = next.value as EngineStep | { kind?: unknown };
       if (step.kind === "prose") continue;
+      if (step.kind === "action" && ctx.options.workspace !== undefined) {
+        // Propose -> check -> apply: the mutation set first, then the producer's own mediation
+        // (ledger, policy, the host's adapters, the audit before and after).
+        const proposal = (step as { action?: unknown }).action;
+        const outside = await refuseOutsideMutationSet(ctx, proposal, allowed);
+        if (outside !== null) return { kind: "stop", outcome: outside, turns, refused: true };
+        const acted = await mediateAction(ctx, proposal);
+        if ("kind" in acted) {
+          return { kind: "stop", outcome: { ...acted, candidateId } as TerminalOutcome, turns, refused: true };
+        }
+        reply = acted.result;
+        continue;
+      }
       if (step.kind === "turn") {
         const usage = (step as { usage?: { input_tokens?: unknown; output_tokens?: unknown } }).usage;
         const i = usage?.input_tokens as number;
@@ -438,8 +613,8 @@ async function askRepairAgent(
         }
         return { kind: "plan", completion: c, turns };
       }
-      // An action (no tool is offered to Repair), a claimed tool result, a cancellation claim, the
-      // Engine's own turn limit or anything unknown: no plan.
+      // An action without a workspace (no tool is offered then), a claimed tool result, a
+      // cancellation claim, the Engine's own turn limit or anything unknown: no plan.
       return { kind: "stop", outcome: failed, turns };
     }
   } finally {
