@@ -90,12 +90,17 @@ const asp = (argv: string[]) => runBinaryAsync(argv, { ASP_TEST_ENGINE_KEY: KEY 
  * The example host with the engine plugin, Stages 2, 4 and 8, and a copy of the example policy
  * whose permissions allow writes under src/ and deny curl (the rest stays the example's).
  */
-function setup(baseUrl: string, budgets: Record<string, number> = {}): { repo: string; config: string; root: string } {
+function setup(
+  baseUrl: string,
+  budgets: Record<string, number> = {},
+  autoMode: Record<string, unknown> = {},
+): { repo: string; config: string; root: string } {
   const copy = autoModeCopy([ENGINE, HOST_CHECKS], {
     autoMode: {
       stages: { stage2_auto_run_storage: true, stage4_review_completion_gate: true, stage8_loop_circuits: true },
       result_review_mode: "review_only",
       budgets,
+      ...autoMode,
     },
     pluginOptions: {
       "asp.engine-openai": { baseUrl, model: "e2e-model", apiKeyEnv: "ASP_TEST_ENGINE_KEY", requestTimeoutMs: 30_000 },
@@ -257,5 +262,126 @@ describe("asp auto run --engine openai against a scripted loopback model (issue 
     expect(p.steps.some((s) => s.phase === "executed" || s.phase === "admitted")).toBe(false);
     expect(existsSync(join(root, "outside.txt"))).toBe(false);
     expect(p.problems).toEqual([]);
+  });
+});
+
+// Issue 27 "Done when": `asp auto run --preset on --engine openai` with Stages 5 and 9: the host-checks
+// Reviewer finds the producer's type error, the Repair Agent (the same plugin in a session of its
+// own) fixes it through the host's mediated write_file, and an independent re-review passes.
+describe("asp auto run --preset on --engine openai: review, repair, re-review (issue 27)", { timeout: 240_000 }, () => {
+  const REPAIR_STAGES = {
+    stages: {
+      stage2_auto_run_storage: true,
+      stage4_review_completion_gate: true,
+      stage5_auto_repair: true,
+      stage8_loop_circuits: true,
+      stage9_safe_repair_checkpoint: true,
+    },
+  };
+  const original = readFileSync(join(REPO_ROOT, "examples", "demo-repo", "src", "math.ts"), "utf8");
+  const broken = `${original}\nexport const half: number = "one half";\n`;
+  const writeMath = (id: string, content: string): Turn => ({
+    calls: [{ id, name: "write_file", arguments: { path: "src/math.ts", content } }],
+  });
+  const presetRun = (config: string, repo: string) =>
+    asp(["auto", "run", "--preset", "on", ...runArgs(config, repo, "Add a half constant to src/math.ts").slice(2)]);
+
+  it("AM.stage5.1 AM.stage9.1 AM.states.5: a type error is reviewed, repaired through write_file by a distinct Repair actor, re-reviewed: Verified on the new candidate", async () => {
+    const { url, requests } = await modelServer([
+      writeMath("p1", broken),
+      { text: "Added half." },
+      writeMath("r1", `${original}\nexport const half: number = 0.5;\n`),
+      { text: "Fixed: half is a number." },
+    ]);
+    const { repo, config } = setup(url, {}, REPAIR_STAGES);
+    const r = await presetRun(config, repo);
+    expect(r.stderr).toBe("");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.problems).toEqual([]);
+    expect(p.selection).toMatchObject({ preset: "on", result_review_mode: "auto_fix" });
+    expect(p.state).toBe("verified");
+    expect(r.code).toBe(0);
+    expect(p.repair_runs.map((x) => x.outcome)).toEqual(["applied"]);
+    const [repairRun] = p.repair_runs;
+    expect(repairRun?.actor.actor_id).toBe("repair:asp.engine-openai");
+    expect(repairRun?.mutation_set).toEqual(["src/math.ts"]);
+    // Two candidates: the reviewed one with issues, and the repaired one (its parent) Verified.
+    expect(p.review_runs.map((x) => x.verdict)).toEqual(["issues", "pass"]);
+    expect(p.candidate?.parent_candidate_id).toBe(repairRun?.from_candidate_id);
+    expect(p.candidate?.candidate_id).toBe(repairRun?.to_candidate_id);
+    expect(p.finding_statuses.map((f) => f.status)).toEqual(expect.arrayContaining(["resolved"]));
+    // The Repair Agent was asked in a conversation of its own, with the findings and the mutation set.
+    const repairAsk = requests[2] as { messages: Array<{ role: string; content: string }> };
+    const task = repairAsk.messages.find((m) => m.role === "user")?.content ?? "";
+    expect(JSON.parse(task)).toMatchObject({ kind: "repair", round: 1, mutation_set: ["src/math.ts"] });
+    // Its write was mediated like the producer's: admitted, executed, in the step list.
+    expect(p.steps.filter((s) => s.phase === "executed").map((s) => s.action?.target)).toEqual([
+      "src/math.ts",
+      "src/math.ts",
+    ]);
+    const shown = await asp(["auto", "show", "--config", config, p.runId]);
+    expect(shown.stdout).toContain("repair round 1");
+    expect(shown.stdout).toContain("1 repair rounds");
+  });
+
+  it("AM.states.7 AM.stage8.1: a Repair that leaves the same type error ends completed_with_issues(loop_detected) with its counters", async () => {
+    const { url } = await modelServer([
+      writeMath("p1", broken),
+      { text: "Added half." },
+      writeMath("r1", `${broken}// still a string\n`),
+      { text: "Tried." },
+    ]);
+    // The trusted configuration opens the repeated-finding circuit at the first repeat.
+    const { repo, config } = setup(url, { repeated_finding_limit: 1 }, REPAIR_STAGES);
+    const r = await presetRun(config, repo);
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.problems).toEqual([]);
+    expect(p.state).toBe("completed_with_issues");
+    expect(r.code).toBe(1);
+    expect(p.terminal?.stop_reason).toBe("loop_detected");
+    expect(p.ledger?.consumed.repair_rounds).toBe(1);
+    expect(p.repair_runs.map((x) => x.outcome)).toEqual(["applied"]);
+    expect(p.finding_statuses.some((f) => f.status === "unaddressed")).toBe(true);
+    expect(r.stdout).not.toContain(KEY);
+  });
+
+  it("refuses --repair-engine when the run's Auto Repair is off, and a scripted run under auto_fix without --repair-script, each with its next step", async () => {
+    const { url } = await modelServer([{ text: "unused" }]);
+    const error = (stdout: string) => (JSON.parse(stdout) as { error: { code: string; message: string } }).error;
+    // review_only under Stages 5 and 9: the step is --preset on, and with it the refusal is gone.
+    const repairable = setup(url, {}, REPAIR_STAGES);
+    const off = await asp([...runArgs(repairable.config, repairable.repo, "x"), "--repair-engine", "openai"]);
+    expect(off.code).toBe(64);
+    expect(error(off.stdout).code).toBe("ASP_CLI_USAGE");
+    expect(error(off.stdout).message).toMatch(/Auto Repair is off: pass --preset on/);
+    // Stages 5 and 9 off: the step names the stages, not the preset.
+    const plain = setup(url);
+    const noStages = await asp([
+      ...runArgs(plain.config, plain.repo, "x"),
+      "--preset",
+      "on",
+      "--repair-engine",
+      "openai",
+    ]);
+    expect(noStages.code).toBe(64);
+    expect(error(noStages.stdout).message).toMatch(
+      /turn stage5_auto_repair and stage9_safe_repair_checkpoint on in the trusted host configuration/,
+    );
+    const noAgent = await asp([
+      "auto",
+      "run",
+      "--preset",
+      "on",
+      "--reviewer",
+      "host-checks",
+      "--config",
+      repairable.config,
+      repairable.repo,
+    ]);
+    expect(noAgent.code).toBe(64);
+    expect(noAgent.stderr).toMatch(/^asp: ASP_CLI_USAGE: auto_fix under stage5_auto_repair .* --repair-script FILE/);
+    const badPreset = await asp([...runArgs(plain.config, plain.repo, "x"), "--preset", "sometimes"]);
+    expect(badPreset.code).toBe(64);
+    expect(error(badPreset.stdout).code).toMatch(/^ASP_ROLLOUT_/);
   });
 });

@@ -32,6 +32,13 @@ function autoRun(config: string, repo: string, extra: string[] = []) {
   return { ...r, projection: JSON.parse(r.stdout || "null") as AutoRunProjection };
 }
 
+/** An engine script file `{ actor, steps }` in ROOT (what `--script` / `--repair-script` read). */
+function scriptFile(root: string, name: string, actor: Record<string, string>, steps: unknown[]): string {
+  const path = join(root, name);
+  writeFileSync(path, JSON.stringify({ actor, steps }));
+  return path;
+}
+
 function autoShow(config: string, runId: string) {
   const r = runBinary(["auto", "show", runId, "--json", "--config", config]);
   return { ...r, projection: JSON.parse(r.stdout || "null") as AutoRunProjection };
@@ -63,27 +70,25 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
 
   it("a candidate that breaks a check ends completed_with_issues, each finding naming the file (exit 1)", () => {
     const { root, repo, config } = setup();
-    const script = join(root, "script.json");
-    writeFileSync(
-      script,
-      JSON.stringify({
-        actor: { actor_id: "agent", session_id: "agent-s1", fingerprint: "model-a" },
-        steps: [
-          { kind: "prose", text: "adding an upload helper" },
-          {
-            kind: "completion",
-            payload: "Added src/upload.ts",
-            artifacts: [
-              {
-                artifact_id: "src/upload.ts",
-                version_id: "v1",
-                text: `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`,
-              },
-            ],
-            evidence: [],
-          },
-        ],
-      }),
+    const script = scriptFile(
+      root,
+      "script.json",
+      { actor_id: "agent", session_id: "agent-s1", fingerprint: "model-a" },
+      [
+        { kind: "prose", text: "adding an upload helper" },
+        {
+          kind: "completion",
+          payload: "Added src/upload.ts",
+          artifacts: [
+            {
+              artifact_id: "src/upload.ts",
+              version_id: "v1",
+              text: `export const AWS_ACCESS_KEY_ID = "${FAKE_AWS_KEY}";\n`,
+            },
+          ],
+          evidence: [],
+        },
+      ],
     );
     const run = autoRun(config, repo, ["--script", script]);
     expect(run.code).toBe(1);
@@ -149,24 +154,42 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
       expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/^asp: ASP_AUTO_MODE_STAGE_DISABLED: .*stage4_review_completion_gate/);
     });
+  });
 
-    it("refuses auto_fix under stages 5 and 9 (no Repair Agent is provisioned by this command yet), naming the step", () => {
-      const { repo, config } = setup({
-        stages: {
-          stage2_auto_run_storage: true,
-          stage4_review_completion_gate: true,
-          stage5_auto_repair: true,
-          stage9_safe_repair_checkpoint: true,
-        },
-        result_review_mode: "auto_fix",
-      });
-      const r = runBinary(["auto", "run", "--reviewer", "host-checks", "--config", config, repo]);
-      expect(r.code).toBe(64);
-      expect(r.stderr).toMatch(
-        /^asp: ASP_AUTO_MODE_STAGE_DISABLED: asp auto run does not provision a Repair Agent yet/,
-      );
-      expect(r.stderr).toContain('set "result_review_mode": "review_only"');
+  it("AM.stage5.1: under auto_fix with stages 5 and 9 a scripted run repairs with --repair-script: the worktree's type error is reviewed, repaired from the script's plan, re-reviewed Verified", () => {
+    const { root, repo, config } = setup({
+      stages: {
+        stage2_auto_run_storage: true,
+        stage4_review_completion_gate: true,
+        stage5_auto_repair: true,
+        stage9_safe_repair_checkpoint: true,
+      },
+      result_review_mode: "auto_fix",
     });
+    const original = readFileSync(join(repo, "src", "math.ts"), "utf8");
+    writeFileSync(join(repo, "src", "math.ts"), `${original}\nexport const half: number = "one half";\n`);
+    const fixed = `${original}\nexport const half: number = 0.5;\n`;
+    const repairer = { actor_id: "repair:scripted", session_id: "repair-1", fingerprint: "code:repair-script@1" };
+    const script = scriptFile(root, "repair.json", repairer, [
+      {
+        kind: "completion",
+        payload: "half is a number now",
+        artifacts: [{ artifact_id: "src/math.ts", version_id: "v2", text: fixed }],
+      },
+    ]);
+    const run = autoRun(config, repo, ["--repair-script", script]);
+    expect(run.stderr).toBe("");
+    expect(run.projection.problems).toEqual([]);
+    expect(run.projection.review_runs.map((r) => r.verdict)).toEqual(["issues", "pass"]);
+    expect(run.projection.repair_runs.map((r) => [r.outcome, r.actor.actor_id])).toEqual([
+      ["applied", "repair:scripted"],
+    ]);
+    expect(run.projection.state).toBe("verified");
+    expect(run.code).toBe(0);
+    // The user's worktree keeps its own bytes: the repair lives in the store.
+    expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain('"one half"');
+    const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
+    expect(human.stdout).toMatch(/repair round 1 applied/);
   });
 
   it("refuses a Reviewer that is not a verified, granted verifier plugin (exit 64)", () => {

@@ -103,17 +103,20 @@ export function renderProjection(p: AutoRunProjection): string {
 
 /**
  * The rollout configuration of a run: the trusted host configuration's `autoMode` (deployment
- * scope) under the `OPENAI4S_*` environment.
- * @throws RolloutError any code of `resolveConfiguration`.
+ * scope) under the `OPENAI4S_*` environment, and the run's `--preset` (frame scope: it selects the
+ * product mode, never a stage flag; `on`/`autonomous` force `auto_fix` and `auto_review`).
+ * @throws RolloutError any code of `resolveConfiguration` (a preset it does not know included).
  */
 export function autoModeConfiguration(
   env: Readonly<Record<string, string | undefined>>,
   config: HostConfig,
   origin: string,
+  preset?: string,
 ): ResolvedConfiguration {
   return resolveConfiguration({
     env,
     ...(config.autoMode === null ? {} : { deployment: config.autoMode, deploymentOrigin: origin }),
+    ...(preset === undefined ? {} : { frame: { preset }, frameOrigin: "--preset" }),
   });
 }
 
@@ -141,15 +144,6 @@ export function assertStages(resolved: ResolvedConfiguration): void {
       "ASP_AUTO_MODE_STAGE_DISABLED",
       `a Reviewer runs only with stage4_review_completion_gate (or stage3_scientific_review_shadow) on, and both are off: ${how}`,
       { data: { stage: "stage4_review_completion_gate" } },
-    );
-  }
-  if (resolved.repair === "checkpointed") {
-    // The runtime repairs (Stages 5 and 9, @asp/auto-mode `repair`), but this command does not yet
-    // provision a Repair Agent: refused before anything is opened, never a silent review_only.
-    throw new AutoModeError(
-      "ASP_AUTO_MODE_STAGE_DISABLED",
-      `asp auto run does not provision a Repair Agent yet, so auto_fix under stage5_auto_repair and stage9_safe_repair_checkpoint cannot run here: set "result_review_mode": "review_only" in "autoMode", or turn stage5_auto_repair off (docs/auto-mode.md, "Repair")`,
-      { data: { stage: "stage5_auto_repair" } },
     );
   }
   if (resolved.selection.selection.result_review_mode === "off") {
@@ -352,7 +346,12 @@ export function actorFingerprint(id: string, digest: string, options: unknown): 
  * per run, its canonical fingerprint).
  * @throws UsageError `ASP_CLI_BAD_INPUT` when no such engine plugin is loaded (the refused ones named).
  */
-async function engineFor(name: string, config: HostConfig, host: ComposedHost): Promise<Engine> {
+async function engineFor(
+  name: string,
+  config: HostConfig,
+  host: ComposedHost,
+  role: "engine" | "repair" = "engine",
+): Promise<Engine> {
   const loaded = await loadPlugins({
     dirs: config.plugins,
     trustRoots: readTrustRoots(config.trustRoots),
@@ -384,9 +383,11 @@ async function engineFor(name: string, config: HostConfig, host: ComposedHost): 
   if (port === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `engine ${name} did not register`);
   const id = chosen.plugin.id;
   return {
+    // The Repair Agent is a distinct actor and session (frozen in the run's exclusions), even on
+    // the producer's plugin and model: it can never review or promote.
     actor: {
-      actor_id: `engine:${id}`,
-      session_id: `engine-${randomUUID()}`,
+      actor_id: `${role}:${id}`,
+      session_id: `${role}-${randomUUID()}`,
       fingerprint: actorFingerprint(id, chosen.evidence.digest, config.pluginOptions[id]),
     },
     run: (params) => port.run({ ...params, run: { ...params.run } }) as ReturnType<Engine["run"]>,
@@ -426,9 +427,54 @@ interface RunFlags {
   readonly engine: string;
   readonly task?: string;
   readonly script?: string;
+  readonly preset?: string;
+  readonly repairEngine?: string;
+  readonly repairScript?: string;
   readonly reviewer: string;
   readonly config?: string;
   readonly wait?: string;
+}
+
+/**
+ * The Repair Agent a run needs: none unless auto_fix runs under Stages 5 and 9 (then a Repair
+ * Agent is provisioned, never a silent review_only). `--repair-engine NAME` picks it; by default
+ * it is the producer's engine plugin in a new session, or, for the scripted engine, the script
+ * `--repair-script` names.
+ * @throws UsageError `ASP_CLI_USAGE` for a repair flag the run has no use for, or a scripted run
+ *   under auto_fix without `--repair-script`.
+ */
+export function repairEngineName(
+  flags: Pick<RunFlags, "engine" | "repairEngine" | "repairScript">,
+  resolved: ResolvedConfiguration,
+): string | undefined {
+  const name = flags.repairEngine ?? (flags.repairScript !== undefined ? "scripted" : flags.engine);
+  if (flags.repairScript !== undefined && name !== "scripted") {
+    throw new UsageError("ASP_CLI_USAGE", "--repair-script is for --repair-engine scripted only", {
+      data: { repairEngine: name },
+    });
+  }
+  if (resolved.repair !== "checkpointed") {
+    if (flags.repairEngine !== undefined || flags.repairScript !== undefined) {
+      const step =
+        resolved.selection.selection.result_review_mode !== "auto_fix"
+          ? `pass --preset on (or set "result_review_mode": "auto_fix" in "autoMode")`
+          : `turn ${resolved.flags.isEnabled("stage5_auto_repair") ? "" : "stage5_auto_repair and "}stage9_safe_repair_checkpoint on in the trusted host configuration ("autoMode": { "stages": { ... } })`;
+      throw new UsageError(
+        "ASP_CLI_USAGE",
+        `--repair-engine and --repair-script need auto_fix under stage5_auto_repair and stage9_safe_repair_checkpoint, and this run's Auto Repair is ${resolved.repair}: ${step} (docs/auto-mode.md, "Repair")`,
+        { data: { repair: resolved.repair } },
+      );
+    }
+    return undefined;
+  }
+  if (name === "scripted" && flags.repairScript === undefined) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      `auto_fix under stage5_auto_repair and stage9_safe_repair_checkpoint needs a Repair Agent, and the scripted engine has none: pass --repair-script FILE (an engine script { actor, steps } in a session of its own), or --repair-engine NAME (docs/auto-mode.md, "Repair")`,
+      { data: { repair: resolved.repair, engine: flags.engine } },
+    );
+  }
+  return name;
 }
 
 async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promise<void> {
@@ -440,18 +486,30 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
     throw new UsageError("ASP_CLI_BAD_INPUT", `no repository folder at ${repo}`, { data: { path: repo } });
   // Threat model invariant 2: the candidate never configures the host (nor the rollout) that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path);
+  const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path, flags.preset);
   assertStages(resolved);
+  const repairEngine = repairEngineName(flags, resolved);
   const script = flags.script === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.script));
+  const repairScript =
+    flags.repairScript === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.repairScript));
   await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
     const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
     const engine =
       flags.engine === "scripted"
         ? createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)))
         : await engineFor(flags.engine, config, host);
+    const repair =
+      repairEngine === undefined
+        ? undefined
+        : repairEngine === "scripted"
+          ? createScriptedEngine(repairScript as EngineScript)
+          : await engineFor(repairEngine, config, host, "repair");
     // An Engine that acts (a plugin, or a script with action steps) gets tools that run only in a
     // scratch copy of the repository's files the host owns (never the user's worktree), without
     // the credential-shaped files; the candidate's Artifacts are what changed there.
+    // The Repair Agent works in the same scratch copy (read_file, write_file, each write checked
+    // against the mutation set); without one (a scripted producer that does not act) its plan is
+    // its completion's Artifacts.
     const acts = flags.engine !== "scripted" || (script?.steps ?? []).some((s) => s.kind === "action");
     const scratch = mkdtempSync(join(tmpdir(), "asp-auto-workspace-"));
     const cleanup = () => removeScratch(scratch);
@@ -467,7 +525,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
           omit: (path) => classifyAction(host.policy, { tool: "read_file", path }, { fence: true }).fenced,
         });
       }
-      await runIn(ctx, host, resolved, { engine, reviewer, workspace, repo, task: flags.task ?? "" });
+      await runIn(ctx, host, resolved, { engine, repair, reviewer, workspace, repo, task: flags.task ?? "" });
     } finally {
       process.removeListener("exit", cleanup);
       cleanup();
@@ -481,6 +539,7 @@ async function runIn(
   resolved: ResolvedConfiguration,
   o: {
     engine: Engine;
+    repair: Engine | undefined;
     reviewer: ReviewerPort;
     workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
     repo: string;
@@ -495,6 +554,7 @@ async function runIn(
       reviewers: [o.reviewer],
       flags: resolved.flags,
       ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
+      ...(o.repair === undefined ? {} : { repair: { engine: o.repair } }),
       permissions: hostPermissions(host),
     });
     // The user's Stop/Cancel: the first SIGINT (Ctrl-C) or SIGTERM ends the run user_cancelled,
@@ -548,7 +608,7 @@ export function registerAuto(program: Command, ctx: CliContext): void {
   auto
     .command("run")
     .description(
-      "run an Auto Run on REPO: scripted engine to candidate, independent review, terminal (exit 0 verified, 1 completed with issues, 2 otherwise)",
+      "run an Auto Run on REPO: engine to candidate, independent review, bounded repair under auto_fix, terminal (exit 0 verified, 1 completed with issues, 2 otherwise)",
     )
     .argument("<repo>", "the repository the candidate changes")
     .option(
@@ -560,6 +620,18 @@ export function registerAuto(program: Command, ctx: CliContext): void {
     .option(
       "--script <file>",
       "engine script JSON { actor, steps } (default: one completion with the worktree's changes against HEAD, or a built-in demo edit)",
+    )
+    .option(
+      "--preset <preset>",
+      "the run's product mode: off, on or autonomous (on/autonomous: auto_fix and auto_review; the stages stay the trusted configuration's)",
+    )
+    .option(
+      "--repair-engine <name>",
+      "the Repair Agent under auto_fix with Stages 5 and 9: scripted, or an engine plugin (default: the --engine plugin, in a new session)",
+    )
+    .option(
+      "--repair-script <file>",
+      "the Repair Agent's engine script JSON { actor, steps } (--repair-engine scripted)",
     )
     .requiredOption(
       "--reviewer <name>",
