@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
-import { lstat, mkdir, open, realpath } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, mkdir, open, realpath, rename } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { closedStdio } from "@asp/contracts";
 import { type Digest, digestBytes, type Store, type Tree } from "@asp/evidence";
 import type { ActionWorkspace, CommandResult } from "./actions.js";
@@ -67,8 +68,9 @@ async function materialize(
 
 /**
  * The host's own tool adapters over a scratch folder: `read` and `write` resolve every path
- * component without following a link (a planted link or a swapped folder is a path escape, never
- * followed), `write` opens with `O_NOFOLLOW`, and `run` executes one argv under bubblewrap with no
+ * component without following a link (a planted link, a hard link or a swapped folder is a path
+ * escape, never followed), `write` puts a new file in place by rename (never through the old
+ * inode), and `run` executes one argv under bubblewrap with no
  * network, a private /tmp, the runtime read-only and only the workspace writable. `changes()` is
  * every file the run wrote whose bytes differ from its starting state.
  *
@@ -146,7 +148,10 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
     try {
       const handle = await open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       try {
-        const size = (await handle.stat()).size;
+        const { size, nlink } = await handle.stat();
+        // A hard link shares its bytes with a path the host does not control (one outside the
+        // workspace, possibly): never read through it, never written through it.
+        if (nlink > 1) pathEscape("a file is a hard link shared with another path");
         if (size > maxFile) throw new Error(`the file is ${size} bytes, over the ${maxFile}-byte limit`);
         return new Uint8Array(await handle.readFile());
       } finally {
@@ -172,22 +177,27 @@ export async function createScratchWorkspace(options: ScratchWorkspaceOptions): 
       const before = await readIfFile(abs).catch(hide);
       const changed = before === null || digestBytes(before) !== digestBytes(bytes);
       if (!changed) return { changed: false };
-      let handle: fs.promises.FileHandle;
+      // A new file beside it, renamed over it: the bytes never go through the old inode (a hard
+      // link swapped in after the check stays untouched) and a reader never sees half a file.
+      const mode = before === null ? 0o644 : (await lstat(abs)).mode & 0o777;
+      const temp = join(dirname(abs), `.asp-write-${randomUUID()}`);
       try {
-        handle = await open(
-          abs,
-          fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW,
-          0o644,
+        const handle = await open(
+          temp,
+          fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW,
+          mode,
         );
+        try {
+          await handle.writeFile(bytes);
+          await handle.chmod(mode);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await rename(temp, abs);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ELOOP") pathEscape(`${path} became a link`);
-        throw error;
-      }
-      try {
-        await handle.writeFile(bytes);
-        await handle.sync();
-      } finally {
-        await handle.close();
+        await fs.promises.rm(temp, { force: true }).catch(() => undefined);
+        throw hide(error);
       }
       return { changed: true };
     },

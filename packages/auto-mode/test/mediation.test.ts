@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ActionResult } from "@asp/contracts";
@@ -68,6 +68,14 @@ async function runWith(
   });
   const facts = await readRunFacts(t.store.log, runIdOf(RUN));
   return { t, projection, facts };
+}
+
+/** Each committed step as `phase:refusal code`. */
+function stepCodes(facts: ReadonlyArray<{ kind: string; record: unknown }>): string[] {
+  return facts
+    .filter((f) => f.kind === AUTO_STEP_KIND)
+    .map((f) => (f.record as { body: { phase: string; refusal: { code: string } | null } }).body)
+    .map((s) => `${s.phase}:${s.refusal?.code ?? ""}`);
 }
 
 async function workspaceWith(files: Record<string, string>): Promise<{ dir: string; workspace: ActionWorkspace }> {
@@ -314,13 +322,30 @@ describe("Auto Mode I: the agent's actions are mediated by the host", () => {
     const { projection, facts } = await runWith(engine, { workspace, permissions: allowAll });
     expect(projection.terminal_reason).toBe("safety_boundary");
     expect(readFileSync(join(outside, "target.txt"), "utf8")).toBe("outside\n");
-    const steps = facts
-      .filter((f) => f.kind === AUTO_STEP_KIND)
-      .map((f) => (f.record as { body: { phase: string; refusal: { code: string } | null } }).body);
-    expect(steps.map((s) => `${s.phase}:${s.refusal?.code ?? ""}`)).toEqual([
-      "admitted:",
-      "refused:ASP_AUTO_MODE_PATH_ESCAPE",
-    ]);
+    expect(stepCodes(facts)).toEqual(["admitted:", "refused:ASP_AUTO_MODE_PATH_ESCAPE"]);
+  });
+
+  it("AM.states.9: a hard link to an outside file is neither read nor written through: the safety boundary, the outside file untouched", async () => {
+    const outside = tempDir("asp-auto-outside-");
+    const victim = join(outside, "victim.txt");
+    writeFileSync(victim, "outside secret\n");
+    const { dir, workspace } = await workspaceWith({});
+    linkSync(victim, join(dir, "shared.txt"));
+    for (const action of [
+      { tool: "read_file", arguments: { path: "shared.txt" } },
+      { tool: "write_file", arguments: { path: "shared.txt", content: "pwned" } },
+    ]) {
+      let seen: ActionResult | undefined;
+      const engine = engineOf(async function* () {
+        seen = yield { kind: "action", action };
+        yield completion();
+      });
+      const { projection, facts } = await runWith(engine, { workspace, permissions: allowAll });
+      expect(projection.terminal_reason).toBe("safety_boundary");
+      expect(seen).toBeUndefined();
+      expect(stepCodes(facts)).toEqual(["admitted:", "refused:ASP_AUTO_MODE_PATH_ESCAPE"]);
+    }
+    expect(readFileSync(victim, "utf8")).toBe("outside secret\n");
   });
 
   it("AM.terminals.2: without a permission policy every action is ask, refused headless; without a workspace no tools are offered", async () => {

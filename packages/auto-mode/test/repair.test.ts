@@ -1,4 +1,14 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StageFlag } from "@asp/contracts";
@@ -72,14 +82,17 @@ function producer(): Engine {
 function repairAgent(
   plan: (round: number, task: Record<string, unknown>) => EngineStep[],
   actor: ActorIdentity = REPAIRER,
-): Engine & { tasks: Array<Record<string, unknown>> } {
+): Engine & { tasks: Array<Record<string, unknown>>; tools: string[][] } {
   const tasks: Array<Record<string, unknown>> = [];
+  const tools: string[][] = [];
   return {
     actor,
     tasks,
+    tools,
     async *run(params) {
       const task = JSON.parse(params.task) as Record<string, unknown>;
       tasks.push(task);
+      tools.push(params.tools.map((t) => t.name));
       for (const step of plan(tasks.length, task)) yield step;
     },
   };
@@ -361,6 +374,8 @@ describe("Stage 5 and Stage 9: bounded Repair from a committed checkpoint", () =
       store: t.store,
       engine,
       workspace,
+      // The completion's files are mediated writes: policy must allow them.
+      permissions: allowAll,
       reviewers: [fakeReviewer("fake-judge")],
       repair: { engine: agent, mutationSet: ["notes.md"] },
       flags: createStageFlags(BASE_FLAGS),
@@ -380,7 +395,13 @@ describe("Repair through the host's mediated tools (propose, check against the m
   /** A run over a real scratch workspace holding result.csv (the producer's change) and notes.md. */
   async function inWorkspace(
     plan: (round: number, task: Record<string, unknown>) => EngineStep[],
-    o: { permissions?: PermissionClassifier; mutationSet?: string[]; plant?: (dir: string) => void } = {},
+    o: {
+      permissions?: PermissionClassifier;
+      mutationSet?: string[];
+      plant?: (dir: string) => void;
+      /** Fault injection: wrap the store's fact log. */
+      log?: (log: FactLog) => FactLog;
+    } = {},
   ) {
     const t = await setup();
     const time = manualTime();
@@ -398,7 +419,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
     };
     const agent = repairAgent(plan);
     const runner = createAutoRunner({
-      store: t.store,
+      store: o.log === undefined ? t.store : { log: o.log(t.store.log), objects: t.store.objects },
       engine,
       workspace,
       permissions: o.permissions ?? allowAll,
@@ -436,6 +457,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
     expect(projection.user_truth).toBe("Verified");
     // Offered reads and whole-file writes only: no command (its writes cannot be bounded).
     expect(agent.tasks).toHaveLength(1);
+    expect(agent.tools).toEqual([["read_file", "write_file"]]);
     expect(phases(projection)).toEqual([
       "turn",
       "admitted:read_file:result.csv",
@@ -510,7 +532,15 @@ describe("Repair through the host's mediated tools (propose, check against the m
     expect(projection.problems).toEqual([]);
     expect(projection.terminal_reason).toBe("safety_boundary");
     expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["rejected"]);
+    // The boundary is the adapter's: the admitted write met the link and refused it.
+    expect(phases(projection).slice(-2)).toEqual(["admitted:write_file:notes.md", "refused:write_file:notes.md"]);
+    expect(projection.steps.at(-1)?.refusal).toMatchObject({
+      code: "ASP_AUTO_MODE_PATH_ESCAPE",
+      terminal: "safety_boundary",
+    });
     expect(readFileSync(join(outside, "victim.txt"), "utf8")).toBe("original\n");
+    // The link is left as planted (the rollback never writes through it either).
+    expect(lstatSync(join(workDir, "notes.md")).isSymbolicLink()).toBe(true);
   });
 
   it("AM.invariants.9: a mutation-set path that is already a link when the checkpoint freezes is the safety boundary before Repair starts", async () => {
@@ -545,6 +575,217 @@ describe("Repair through the host's mediated tools (propose, check against the m
     expect(denied.projection.terminal_reason).toBe("policy_requires_explicit_setup");
     expect(denied.projection.steps.find((s) => s.phase === "refused")?.refusal).toMatchObject({ code: "policy_deny" });
     expect(readFileSync(join(denied.dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+  it("AM.stage9.1: a completion naming the checkpoint's bytes after a mediated write of others leaves the workspace at the checkpoint: no_change, nothing stale carried into the next round", async () => {
+    const { dir, projection } = await inWorkspace(() => [
+      write("result.csv", "x,y\n1,666\n"),
+      {
+        kind: "completion",
+        payload: "The answer is 41.",
+        artifacts: [{ artifact_id: "result.csv", version_id: "v0", bytes: utf8.encode("x,y\n1,41\n") }],
+        evidence: [],
+      },
+    ]);
+    expect(projection.problems).toEqual([]);
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["no_change", "no_change"]);
+    expect(projection.terminal).toMatchObject({
+      stop_reason: "budget_exhausted",
+      exhausted_limit: "max_repair_rounds",
+    });
+    // The completion's file went through write_file like the Agent's own write (both audited).
+    expect(phases(projection).filter((p) => p.startsWith("executed:write_file"))).toHaveLength(4);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+    // Round 2 started from the checkpoint's bytes, not the bad ones.
+    const manifests = projection.repair_runs.map((r) => r.checkpoint.digest);
+    expect(new Set(manifests).size).toBe(1);
+  });
+
+  it("AM.stage9.1: a repaired plan that cannot become a candidate (the host's own ref name taken) rolls the workspace back: agent_failed, the Repair Run failed", async () => {
+    const { dir, projection } = await inWorkspace(() => [
+      write("result.csv", "x,y\n1,42\n"),
+      {
+        kind: "completion",
+        payload: "The answer is 42 (corrected).",
+        artifacts: [],
+        evidence: [{ name: "payload", bytes: utf8.encode("a forged payload") }],
+      },
+    ]);
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("agent_failed");
+    expect(projection.repair_runs.map((r) => [r.outcome, r.to_candidate_id])).toEqual([["failed", null]]);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+
+  it("AM.invariants.9: with a workspace the completion's own files are mediated writes: a write policy denies is refused there too, nothing written", async () => {
+    const denyWrites: PermissionClassifier = {
+      classify: (action) =>
+        action.tool === "write_file"
+          ? { outcome: "deny", reason: "permissions.rules[0] denies writes", fenced: false }
+          : { outcome: "allow", reason: "reads are allowed", fenced: false },
+    };
+    const { dir, projection } = await inWorkspace(() => corrected(), { permissions: denyWrites });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("policy_requires_explicit_setup");
+    expect(projection.steps.at(-1)?.refusal).toMatchObject({ code: "policy_deny" });
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["rejected"]);
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+
+  it("AM.invariants.9: a completion file outside the mutation set is refused at the propose step like a tool write; one that is not text is agent_failed", async () => {
+    const outside = await inWorkspace(() => corrected("deploy/secrets.env"));
+    expect(outside.projection.problems).toEqual([]);
+    expect(outside.projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(outside.projection.steps.at(-1)?.refusal?.code).toBe("ASP_AUTO_MODE_OUTSIDE_MUTATION_SET");
+    expect(existsSync(join(outside.dir, "deploy"))).toBe(false);
+    const binary = await inWorkspace(() => [
+      write("result.csv", "x,y\n1,42\n"),
+      {
+        kind: "completion",
+        payload: "The answer is 42 (corrected).",
+        artifacts: [{ artifact_id: "result.csv", version_id: "v2", bytes: new Uint8Array([0xff, 0xfe, 0x00]) }],
+        evidence: [],
+      },
+    ]);
+    expect(binary.projection.problems).toEqual([]);
+    expect(binary.projection.terminal_reason).toBe("agent_failed");
+    expect(readFileSync(join(binary.dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+
+  it("AM.invariants.9: a tool the Repair Agent is not offered is refused as outside the mutation set, before any mediation", async () => {
+    const { projection } = await inWorkspace(() => [
+      { kind: "action", action: { tool: "http_get", arguments: { url: "https://example.com" }, call_id: "h" } },
+      done(),
+    ]);
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.steps.at(-1)?.refusal).toMatchObject({
+      code: "ASP_AUTO_MODE_OUTSIDE_MUTATION_SET",
+      terminal: "safe_rollback_unavailable",
+    });
+    expect(projection.steps.at(-1)?.refusal?.detail).toMatch(/http_get is not offered/);
+  });
+
+  it("AM.invariants.9: a hard link to a file outside the workspace is never written through: at the checkpoint, the safety boundary before Repair starts; planted during the repair, refused by the adapter", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "asp-auto-repair-outside-"));
+    dirs.push(outside);
+    const victim = join(outside, "victim.txt");
+    writeFileSync(victim, "original\n");
+    const before = await inWorkspace(() => [write("notes.md", "pwned\n"), done()], {
+      mutationSet: ["notes.md"],
+      plant: (dir) => linkSync(victim, join(dir, "notes.md")),
+    });
+    expect(before.projection.problems).toEqual([]);
+    expect(before.projection.terminal_reason).toBe("safety_boundary");
+    expect(before.projection.repair_runs).toEqual([]);
+    expect(before.agent.tasks).toEqual([]);
+    expect(readFileSync(victim, "utf8")).toBe("original\n");
+    let workDir = "";
+    const during = await inWorkspace(
+      () => {
+        linkSync(victim, join(workDir, "notes.md"));
+        return [write("notes.md", "pwned\n"), done()];
+      },
+      {
+        mutationSet: ["notes.md"],
+        plant: (dir) => {
+          workDir = dir;
+        },
+      },
+    );
+    expect(during.projection.problems).toEqual([]);
+    expect(during.projection.terminal_reason).toBe("safety_boundary");
+    expect(during.projection.steps.at(-1)?.refusal?.code).toBe("ASP_AUTO_MODE_PATH_ESCAPE");
+    expect(readFileSync(victim, "utf8")).toBe("original\n");
+    // The link is left as planted: the rollback never wrote through it either.
+    expect(lstatSync(join(workDir, "notes.md")).ino).toBe(statSync(victim).ino);
+  });
+
+  it("AM.states.9: a Repair action whose result cannot commit ends from repair_acting at the safety boundary, the workspace rolled back", async () => {
+    let executed = 0;
+    const { dir, projection } = await inWorkspace(() => [write("result.csv", "x,y\n1,42\n"), done()], {
+      log: (log) =>
+        new Proxy(log, {
+          get(target, prop, receiver) {
+            if (prop === "append") {
+              return async (entries: readonly FactInput[]) => {
+                const result = entries.some(
+                  (e) =>
+                    e.kind === "auto.step" && (e.record as { body?: { phase?: string } }).body?.phase === "executed",
+                );
+                if (result) {
+                  executed += 1;
+                  throw new Error("fault injection: disk full");
+                }
+                return target.append(entries);
+              };
+            }
+            return Reflect.get(target, prop, receiver);
+          },
+        }),
+    });
+    expect(executed).toBe(1);
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safety_boundary");
+    expect(phases(projection).at(-1)).toBe("admitted:write_file:result.csv");
+    expect(projection.repair_runs.map((r) => r.outcome)).toEqual([null]);
+    // The write ran, its result never committed: the host undid it.
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+  });
+  it("AM.durable.5: a tampered history where a Repair write left the mutation set, or a terminal from repair_acting is not the safety boundary, projects the safety boundary", async () => {
+    const { t } = await inWorkspace(() => [write("result.csv", "x,y\n1,42\n"), done()]);
+    const input = await projectionInputOf(t.store, runIdOf(RUN));
+    expect(projectAutoRun(input).user_truth).toBe("Verified");
+    const moved = {
+      ...input,
+      facts: input.facts.map((f) => {
+        const body = (f.record as { body?: { action?: { tool?: string; target?: string } } }).body;
+        if (f.kind !== "auto.step" || body?.action?.tool !== "write_file") return f;
+        return {
+          ...f,
+          record: { ...(f.record as object), body: { ...body, action: { ...body.action, target: "deploy/x" } } },
+        };
+      }),
+    };
+    const a = projectAutoRun(moved);
+    expect(a.terminal_reason).toBe("safety_boundary");
+    expect(a.problems.join("\n")).toMatch(/admitted a write of deploy\/x outside its mutation set/);
+
+    let failed = false;
+    const broken = await inWorkspace(() => [write("result.csv", "x,y\n1,42\n"), done()], {
+      log: (log) =>
+        new Proxy(log, {
+          get(target, prop, receiver) {
+            if (prop !== "append") return Reflect.get(target, prop, receiver);
+            return async (entries: readonly FactInput[]) => {
+              const result = entries.some(
+                (e) => e.kind === "auto.step" && (e.record as { body?: { phase?: string } }).body?.phase === "executed",
+              );
+              if (result && !failed) {
+                failed = true;
+                throw new Error("fault injection: disk full");
+              }
+              return target.append(entries);
+            };
+          },
+        }),
+    });
+    expect(broken.projection.terminal_reason).toBe("safety_boundary");
+    const b = await projectionInputOf(broken.t.store, runIdOf(RUN));
+    const relabelled = {
+      ...b,
+      facts: b.facts.map((f) => {
+        if (f.kind !== "auto.terminal") return f;
+        const body = (f.record as { body: Record<string, unknown> }).body;
+        return {
+          ...f,
+          record: {
+            ...(f.record as object),
+            body: { ...body, terminal_reason: "agent_failed", user_truth: "Failed · Agent error" },
+          },
+        };
+      }),
+    };
+    expect(projectAutoRun(relabelled).problems.join("\n")).toMatch(/terminal while repair_acting/);
   });
 });
 

@@ -61,7 +61,7 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     on: "step:admitted",
     to: "repair_acting",
     entry:
-      "the Repair Agent proposed a read, or a whole-file write of a path inside the mutation set; the ledger and deterministic policy allowed it; nothing has run",
+      "the Repair Agent proposed a read, or a whole-file write of a path inside the mutation set (through write_file or as a file of its completion); the ledger and deterministic policy allowed it; nothing has run",
     test: "repair.test.ts: the Repair Agent edits through the host's mediated tools",
   },
   {
@@ -80,7 +80,7 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     on: "step:refused",
     to: "repairing",
     entry:
-      "a proposed write outside the mutation set, a command (its writes cannot be bounded), an escaping path, a deny or an ask refused the unexecuted action; its audit committed, the Repair Run completes rejected next",
+      "a proposed write outside the mutation set (a tool write or a completion's file), a tool not offered (a command: its writes cannot be bounded), an escaping path, a deny or an ask refused the unexecuted action; its audit committed, the Repair Run completes rejected next",
     test: "repair.test.ts: a write outside the mutation set through the tools",
   },
   {
@@ -98,8 +98,8 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     from: "repair_acting",
     on: "auto_run_terminal",
     to: "terminal",
-    entry: "safety_boundary only: an action's result could not commit",
-    test: "repair.test.ts: a Repair Run whose completion cannot commit",
+    entry: "safety_boundary only: an action's result could not commit (the workspace rolled back to the checkpoint)",
+    test: "repair.test.ts: a Repair action whose result cannot commit",
   },
   {
     module: "repair",
@@ -176,6 +176,8 @@ export type RepairResult =
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder();
+/** A completion file the host writes through write_file must be text (UTF-8). */
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** The name of the checkpoint manifest ref: every mutation-set path's pre-repair digest (or null). */
 export const CHECKPOINT_REF = "checkpoint";
@@ -345,9 +347,10 @@ export async function repairCandidate(
     } as AutoEvent,
     [{ kind: "repair", record }],
   );
-  const complete = async (outcome: RepairOutcome, to: Candidate | null): Promise<void> => {
+  const complete = async (outcome: RepairOutcome, to: Candidate | null, turns: number): Promise<void> => {
     record = {
       ...record,
+      turns_used: turns,
       outcome,
       to_candidate_id: to?.candidate_id ?? null,
       after_versions: to === null ? [] : to.artifact_versions.map((v) => ({ ...v })),
@@ -367,79 +370,123 @@ export async function repairCandidate(
   };
 
   const artifacts = await artifactsOf(ctx, from);
-  const planned = await askRepairAgent(ctx, options.engine, {
-    round,
-    payload: from.payload,
-    artifacts,
-    findings,
-    mutationSet,
-  });
-  record = { ...record, turns_used: planned.turns };
-  if (planned.kind === "stop") {
-    // Whatever the Agent's mediated writes changed goes back to the checkpoint first.
+  try {
+    return await planAndCommit(ctx, from, options, { round, findings, mutationSet, checkpoint, artifacts, complete });
+  } catch (error) {
+    // A record that cannot commit ends the run at the safety boundary (the runner's last resort):
+    // nothing the Repair wrote outlives it unrecorded.
+    await rollBack(ctx, checkpoint.files);
+    throw error;
+  }
+}
+
+/** What one Repair Run has frozen before its Agent is asked. */
+interface RepairRound {
+  readonly round: number;
+  readonly findings: ReadonlyArray<Finding>;
+  readonly mutationSet: ReadonlyArray<string>;
+  readonly checkpoint: Awaited<ReturnType<typeof freezeCheckpoint>>;
+  readonly artifacts: ReadonlyArray<{ path: string; bytes: Uint8Array }>;
+  readonly complete: (outcome: RepairOutcome, to: Candidate | null, turns: number) => Promise<void>;
+}
+
+/**
+ * Ask the Repair Agent for its plan, check it and commit what it gives. With a workspace every
+ * write, the completion's own files included, went through the host's mediation (the mutation
+ * set, the ledger, policy, the adapters, the audit), so the plan is what the workspace holds;
+ * without one the completion's files are checked against the mutation set here. Every way that
+ * gives no new candidate rolls the workspace back to the checkpoint first.
+ */
+async function planAndCommit(
+  ctx: RunContext,
+  from: Produced,
+  options: RepairOptions,
+  r: RepairRound,
+): Promise<RepairResult> {
+  const candidateId = from.candidate.candidate_id;
+  const unresolved = r.findings.map((f) => f.finding_id);
+  const { checkpoint } = r;
+  let turns = 0;
+  const complete = (outcome: RepairOutcome, to: Candidate | null) => r.complete(outcome, to, turns);
+  /** Roll back, complete the Repair Run without a candidate, and end as `reason` (or the boundary). */
+  const stop = async (
+    outcome: RepairOutcome,
+    reason: TerminalOutcome | "safe_rollback_unavailable" | "safety_boundary" | "agent_failed",
+  ): Promise<TerminalOutcome> => {
     const rolledBack = await rollBack(ctx, checkpoint.files);
-    await complete(planned.refused ? "rejected" : "failed", null);
+    await complete(outcome, null);
     if (rolledBack !== null) return { kind: "reason", reason: rolledBack, candidateId };
-    return planned.outcome === "repair_turns" ? issues("repair_turns_per_round") : planned.outcome;
-  }
-  // The plan: the completion's own whole files, over what the mediated writes changed in the
-  // workspace since the checkpoint (each of those already checked and applied by the host).
-  const written = await writtenSince(ctx, checkpoint.files);
-  const explicit = new Set(planned.completion.artifacts.map((a) => a.artifact_id));
-  const plan: Completion = {
-    ...planned.completion,
-    artifacts: [...written.filter((a) => !explicit.has(a.artifact_id)), ...planned.completion.artifacts],
+    return typeof reason === "string" ? { kind: "reason", reason, candidateId } : reason;
   };
-  // The hypothetical check, before a byte of the completion's own files is written: every path a
-  // safe relative path inside the declared mutation set. An escape is the higher-priority safety
-  // boundary.
-  if (!plan.artifacts.every((a) => isSafeRelPath(a.artifact_id))) {
-    await complete("rejected", null);
-    return { kind: "reason", reason: (await rollBack(ctx, checkpoint.files)) ?? "safety_boundary", candidateId };
+  const planned = await askRepairAgent(ctx, options.engine, {
+    round: r.round,
+    payload: from.payload,
+    artifacts: r.artifacts,
+    findings: r.findings,
+    mutationSet: r.mutationSet,
+  });
+  turns = planned.turns;
+  if (planned.kind === "stop") {
+    const outcome: TerminalOutcome =
+      planned.outcome === "repair_turns"
+        ? { kind: "issues", candidateId, stop: "budget_exhausted", unresolved, limit: "repair_turns_per_round" }
+        : planned.outcome;
+    return stop(planned.refused ? "rejected" : "failed", outcome);
   }
-  const allowed = new Set(mutationSet);
-  if (!plan.artifacts.every((a) => allowed.has(a.artifact_id))) {
-    const rolledBack = await rollBack(ctx, checkpoint.files);
-    await complete("rejected", null);
-    return { kind: "reason", reason: rolledBack ?? "safe_rollback_unavailable", candidateId };
-  }
-  const unchanged =
-    digestBytes(utf8.encode(plan.payload)) === from.candidate.payload_digest &&
-    plan.artifacts.every((a) => {
+  const workspace = ctx.options.workspace;
+  const payloadUnchanged = digestBytes(utf8.encode(planned.completion.payload)) === from.candidate.payload_digest;
+  let plan: Completion["artifacts"];
+  if (workspace !== undefined) {
+    // The plan is what the workspace holds now against the checkpoint (each write already checked
+    // against the mutation set and mediated by the host).
+    let written: Completion["artifacts"] | null;
+    try {
+      written = await writtenSince(ctx, checkpoint.files);
+    } catch {
+      return stop("failed", "safety_boundary");
+    }
+    if (written === null) return stop("failed", "agent_failed");
+    plan = written;
+  } else {
+    plan = planned.completion.artifacts;
+    // The hypothetical check, before anything is taken: every path a safe relative path inside the
+    // declared mutation set. An escape is the higher-priority safety boundary.
+    if (!plan.every((a) => isSafeRelPath(a.artifact_id))) return stop("rejected", "safety_boundary");
+    const allowed = new Set(r.mutationSet);
+    if (!plan.every((a) => allowed.has(a.artifact_id))) return stop("rejected", "safe_rollback_unavailable");
+    plan = plan.filter((a) => {
       const before = checkpoint.files.get(a.artifact_id);
-      return before !== null && before !== undefined && digestBytes(before) === digestBytes(a.bytes);
+      return before === null || before === undefined || digestBytes(before) !== digestBytes(a.bytes);
     });
-  if (unchanged) {
+  }
+  if (payloadUnchanged && plan.length === 0) {
     // A round spent on nothing: no new candidate; the next round, or its budget, decides.
+    const rolledBack = await rollBack(ctx, checkpoint.files);
     await complete("no_change", null);
-    return { kind: "no_change" };
+    return rolledBack === null ? { kind: "no_change" } : { kind: "reason", reason: rolledBack, candidateId };
   }
-  const applied = await applyPlan(ctx, plan, checkpoint.files);
-  if (applied !== null) {
-    await complete("failed", null);
-    return { kind: "reason", reason: applied, candidateId };
-  }
-  // Without a workspace the repaired candidate's Artifacts are the old ones with the plan's over them.
-  const byPath = new Map(artifacts.map((a) => [a.path, a.bytes]));
-  for (const a of plan.artifacts) byPath.set(a.artifact_id, a.bytes);
+  // Without a workspace the repaired candidate's Artifacts are the old ones with the plan's over
+  // them; with one, commitCandidate takes them from the workspace itself.
+  const byPath = new Map(r.artifacts.map((a) => [a.path, a.bytes]));
+  for (const a of plan) byPath.set(a.artifact_id, a.bytes);
   const completion: Completion = {
     kind: "completion",
-    payload: plan.payload,
+    payload: planned.completion.payload,
     artifacts: [...byPath].map(([path, bytes]) => ({
       artifact_id: path,
       version_id: digestBytes(bytes).slice(7, 23),
       bytes,
     })),
-    evidence: plan.evidence,
+    evidence: planned.completion.evidence,
   };
-  const produced = await commitCandidate(ctx, completion, { producer: actor, parent: candidateId });
+  const produced = await commitCandidate(ctx, completion, { producer: options.engine.actor, parent: candidateId });
   if ("kind" in produced) {
     // A plan whose bytes cannot become a candidate (an unfreezable snapshot, the host's own ref
-    // names taken): nothing new to review.
-    await complete("failed", null);
-    return produced.kind === "reason" && produced.reason !== "safety_boundary"
-      ? { ...produced, candidateId }
-      : produced;
+    // names taken): nothing new to review, and nothing it wrote stays.
+    return stop(
+      "failed",
+      produced.kind === "reason" && produced.reason !== "safety_boundary" ? { ...produced, candidateId } : produced,
+    );
   }
   await complete("applied", produced.candidate);
   return { kind: "repaired", produced };
@@ -463,52 +510,93 @@ type Planned =
 export const REPAIR_TOOLS = Object.freeze(HOST_TOOLS.filter((t) => t.name === "read_file" || t.name === "write_file"));
 
 /**
- * The propose step's check, before policy and before anything runs: a write must name a path of the
- * mutation set, and only the offered tools may be proposed. Commits the refusal audit and returns
- * the outcome (`safe_rollback_unavailable`), or null to mediate the action. An uncanonicalizable
- * proposal (an escaping path) is left to the mediation, which refuses it at the safety boundary.
+ * The proposal as plain data, read once: what the mutation-set check sees is exactly what the
+ * mediation canonicalizes (an object whose getters answer differently on a second read cannot
+ * slip a second path past the check). Null when it is not plain JSON data.
+ */
+function frozenProposal(proposal: unknown): unknown {
+  try {
+    const json = JSON.stringify(proposal);
+    return json === undefined ? null : JSON.parse(json);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The propose step's check, before policy and before anything runs: only the offered tools may be
+ * proposed, and a write must name a path of the mutation set. Commits the refusal audit and
+ * returns the outcome (`safe_rollback_unavailable`), or null to mediate the action. An offered
+ * tool's proposal that does not canonicalize is left to the mediation (an escaping path is the
+ * safety boundary there).
  */
 async function refuseOutsideMutationSet(
   ctx: RunContext,
   proposal: unknown,
   allowed: ReadonlySet<string>,
 ): Promise<TerminalOutcome | null> {
+  const toolName = String((proposal as { tool?: unknown } | null)?.tool ?? "").slice(0, 128);
+  const offered = REPAIR_TOOLS.some((t) => t.name === toolName);
   const canonical = canonicalizeAction(proposal as Parameters<typeof canonicalizeAction>[0]);
-  if (!canonical.ok) return null;
-  const a = canonical.action;
-  const offered = REPAIR_TOOLS.some((t) => t.name === a.tool);
-  if (offered && (a.tool !== "write_file" || allowed.has(a.target))) return null;
+  if (offered && !canonical.ok) return null;
+  const a = canonical.ok ? canonical.action : null;
+  if (offered && (a?.tool !== "write_file" || allowed.has(a.target))) return null;
   await ctx.step({
     phase: "refused",
     action: {
       action_ordinal: ctx.nextActionOrdinal(),
-      tool: a.tool,
-      target: a.target,
-      action_digest: a.digest,
+      tool: a?.tool ?? toolName,
+      target: a?.target ?? null,
+      action_digest: canonical.ok ? canonical.action.digest : canonical.digest,
       classification: null,
     },
     refusal: {
       code: "ASP_AUTO_MODE_OUTSIDE_MUTATION_SET",
       detail: offered
-        ? `${a.target} is not in the Repair Run's declared mutation set`
-        : `${a.tool} is not offered to a Repair Agent: its writes cannot be bounded to the mutation set`,
+        ? `${a?.target} is not in the Repair Run's declared mutation set`
+        : `${toolName === "" ? "an unnamed tool" : toolName} is not offered to a Repair Agent: only read_file and write_file are, so its writes stay inside the mutation set`,
       terminal: "safe_rollback_unavailable",
     },
   });
   return { kind: "reason", reason: "safe_rollback_unavailable", candidateId: ctx.record.candidate_id };
 }
 
-/** The mutation-set files the workspace changed since the checkpoint, as whole-file edits. */
+/**
+ * Propose → check → apply one action of the Repair Agent: the mutation set first, then the
+ * producer's own mediation (ledger, policy, the host's adapters, the audit before and after).
+ */
+async function repairAction(
+  ctx: RunContext,
+  raw: unknown,
+  allowed: ReadonlySet<string>,
+): Promise<{ result: ActionResult } | TerminalOutcome> {
+  const proposal = frozenProposal(raw);
+  const outside = await refuseOutsideMutationSet(ctx, proposal, allowed);
+  if (outside !== null) return outside;
+  const acted = await mediateAction(ctx, proposal);
+  if ("kind" in acted) return { ...acted, candidateId: ctx.record.candidate_id } as TerminalOutcome;
+  return { result: acted.result };
+}
+
+/**
+ * The mutation-set files the workspace changed since the checkpoint, as whole-file edits; null
+ * when a file the checkpoint held is gone.
+ */
 async function writtenSince(
   ctx: RunContext,
   checkpoint: ReadonlyMap<string, Uint8Array | null>,
-): Promise<Completion["artifacts"]> {
+): Promise<Completion["artifacts"] | null> {
   const workspace = ctx.options.workspace;
   if (workspace === undefined) return [];
   const out: Array<Completion["artifacts"][number]> = [];
   for (const [path, before] of checkpoint) {
     const now = await workspace.read(path);
-    if (now === null || (before !== null && digestBytes(before) === digestBytes(now))) continue;
+    // A file of the checkpoint that is gone: no whole-file edit says so (no offered tool removes one).
+    if (now === null) {
+      if (before !== null) return null;
+      continue;
+    }
+    if (before !== null && digestBytes(before) === digestBytes(now)) continue;
     out.push({ artifact_id: path, version_id: digestBytes(now).slice(7, 23), bytes: now });
   }
   return out;
@@ -579,15 +667,8 @@ async function askRepairAgent(
       const step = next.value as EngineStep | { kind?: unknown };
       if (step.kind === "prose") continue;
       if (step.kind === "action" && ctx.options.workspace !== undefined) {
-        // Propose -> check -> apply: the mutation set first, then the producer's own mediation
-        // (ledger, policy, the host's adapters, the audit before and after).
-        const proposal = (step as { action?: unknown }).action;
-        const outside = await refuseOutsideMutationSet(ctx, proposal, allowed);
-        if (outside !== null) return { kind: "stop", outcome: outside, turns, refused: true };
-        const acted = await mediateAction(ctx, proposal);
-        if ("kind" in acted) {
-          return { kind: "stop", outcome: { ...acted, candidateId } as TerminalOutcome, turns, refused: true };
-        }
+        const acted = await repairAction(ctx, (step as { action?: unknown }).action, allowed);
+        if ("kind" in acted) return { kind: "stop", outcome: acted, turns, refused: true };
         reply = acted.result;
         continue;
       }
@@ -611,6 +692,23 @@ async function askRepairAgent(
         if (typeof c.payload !== "string" || c.payload.length === 0 || !Array.isArray(c.artifacts)) {
           return { kind: "stop", outcome: failed, turns };
         }
+        if (ctx.options.workspace !== undefined) {
+          // With a workspace the completion's own files are writes like any other: each proposed
+          // as write_file and mediated, never written around the ledger, policy and the audit.
+          for (const a of c.artifacts as ReadonlyArray<Partial<Completion["artifacts"][number]>>) {
+            let content: string;
+            try {
+              if (!(a?.bytes instanceof Uint8Array)) throw new TypeError("no bytes");
+              content = strict.decode(a.bytes);
+            } catch {
+              return { kind: "stop", outcome: failed, turns };
+            }
+            const proposal = { tool: "write_file", arguments: { path: a?.artifact_id, content } };
+            const acted = await repairAction(ctx, proposal, allowed);
+            if ("kind" in acted) return { kind: "stop", outcome: acted, turns, refused: true };
+          }
+          return { kind: "plan", completion: { ...c, artifacts: [] }, turns };
+        }
         return { kind: "plan", completion: c, turns };
       }
       // An action without a workspace (no tool is offered then), a claimed tool result, a
@@ -621,38 +719,6 @@ async function askRepairAgent(
     void Promise.resolve()
       .then(() => it.return?.())
       .catch(() => undefined);
-  }
-}
-
-/**
- * Apply a checked plan through the host's workspace (nothing to apply without one: the new
- * candidate carries the bytes). A write that fails rolls every mutation-set path back to the
- * checkpoint; a rollback that cannot complete is the safety boundary. Null when applied.
- */
-async function applyPlan(
-  ctx: RunContext,
-  plan: Completion,
-  checkpoint: ReadonlyMap<string, Uint8Array | null>,
-): Promise<"safety_boundary" | "agent_failed" | null> {
-  const workspace = ctx.options.workspace;
-  if (workspace === undefined) return null;
-  try {
-    for (const a of plan.artifacts) await workspace.write(a.artifact_id, a.bytes);
-    return null;
-  } catch {
-    try {
-      for (const [path, bytes] of checkpoint) {
-        // A file the checkpoint did not hold cannot be removed through the adapters.
-        if (bytes === null) {
-          if ((await workspace.read(path)) !== null) return "safety_boundary";
-          continue;
-        }
-        await workspace.write(path, bytes);
-      }
-    } catch {
-      return "safety_boundary";
-    }
-    return "agent_failed";
   }
 }
 
@@ -772,6 +838,7 @@ export function proveRepairs(
       }
     } else if (rr.to_candidate_id !== null) bad(`repair run ${rr.repair_run_id} ${rr.outcome} names a candidate`);
   });
+  proveRepairSteps(facts, started, latest, bad);
   const producedBy = (id: string): RepairRun | undefined =>
     repairs.find((r) => r.outcome === "applied" && r.to_candidate_id === id);
   // A Repair Run still open (a crash, or a completion that could not commit, after its candidate
@@ -790,6 +857,48 @@ export function proveRepairs(
     if (!byOpen) bad(`candidate ${c.body.candidate_id} has a parent but no Repair Run produced it`);
   }
   return { repairs, producedBy };
+}
+
+/**
+ * Prove the Repair Agent's mediated steps: each step committed while a Repair Run was open
+ * (`repairing` / `repair_acting`) belongs to that run; an admitted action is an offered tool
+ * (read_file, write_file) and every admitted write names a path of the run's mutation set; a
+ * refusal for leaving the mutation set names a path outside it or a tool not offered.
+ */
+function proveRepairSteps(
+  facts: RunFacts,
+  started: ReadonlyMap<string, Rec<RepairRun>>,
+  latest: ReadonlyMap<string, Rec<RepairRun>>,
+  bad: Problems,
+): void {
+  const fromAt = new Map(facts.replay.trace.map((m) => [m.seq, m.from]));
+  const starts = [...started.values()].sort((a, b) => a.seq - b.seq);
+  const offered = new Set(REPAIR_TOOLS.map((t) => t.name));
+  for (const st of facts.steps) {
+    const phase = fromAt.get(st.seq);
+    if (phase !== "repairing" && phase !== "repair_acting") continue;
+    const open = starts.filter((r) => r.seq < st.seq).pop();
+    const rr = open === undefined ? undefined : latest.get(open.body.repair_run_id)?.body;
+    if (rr === undefined) {
+      bad(`step ${st.body.ordinal} committed in ${phase} outside any Repair Run`);
+      continue;
+    }
+    const a = st.body.action;
+    if (a === null) continue;
+    const inSet = a.target !== null && rr.mutation_set.includes(a.target);
+    if (st.body.phase === "admitted") {
+      if (!offered.has(a.tool)) bad(`repair run ${rr.repair_run_id} admitted ${a.tool}, a tool it is not offered`);
+      else if (a.tool === "write_file" && !inSet)
+        bad(`repair run ${rr.repair_run_id} admitted a write of ${a.target} outside its mutation set`);
+    }
+    if (
+      st.body.refusal?.code === "ASP_AUTO_MODE_OUTSIDE_MUTATION_SET" &&
+      offered.has(a.tool) &&
+      (a.tool !== "write_file" || inSet)
+    ) {
+      bad(`repair run ${rr.repair_run_id} refused ${a.tool} ${String(a.target)} as outside a mutation set it is in`);
+    }
+  }
 }
 
 /**
@@ -837,7 +946,7 @@ export function findingStatuses(reviews: ReviewSet, repairs: RepairSet): Finding
 }
 
 /**
- * Prove a terminal against the Repair Runs: a terminal that left `repairing` or `repaired` is the
+ * Prove a terminal against the Repair Runs: a terminal that left `repairing`, `repair_acting` or `repaired` is the
  * safety boundary only; `safe_rollback_unavailable` only under auto_fix with Stage 5, for a latest
  * candidate with an issues verdict and no Repair applied from it (Stage 9 off, no checkpoint, or
  * its plan rejected); `completed_with_issues` stops `review_only` only under review_only, and
@@ -854,7 +963,10 @@ export function proveRepairTerminal(
   if (terminalRec === undefined) return;
   const terminal = terminalRec.body;
   const left = facts.replay.trace.find((m) => m.on === "auto_run_terminal")?.from;
-  if ((left === "repairing" || left === "repaired") && terminal.terminal_reason !== "safety_boundary")
+  if (
+    (left === "repairing" || left === "repair_acting" || left === "repaired") &&
+    terminal.terminal_reason !== "safety_boundary"
+  )
     bad(`a ${terminal.terminal_reason ?? terminal.state} terminal while ${left}`);
   const ledger = facts.recs.ledger.find((l) => l.event_id === terminalRec.event_id)?.body as BudgetLedger | undefined;
   const mode = base.first.selection.result_review_mode;
