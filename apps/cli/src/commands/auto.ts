@@ -146,13 +146,35 @@ export function assertStages(resolved: ResolvedConfiguration): void {
       { data: { stage: "stage4_review_completion_gate" } },
     );
   }
-  if (resolved.selection.selection.result_review_mode === "off") {
-    throw new AutoModeError(
-      "ASP_AUTO_MODE_STAGE_DISABLED",
-      `result_review_mode is off: set "result_review_mode": "review_only" in "autoMode" (docs/host-configuration.md)`,
-      { data: { stage: "result_review_mode" } },
-    );
+  const selection = resolved.selection.selection;
+  if (selection.result_review_mode === "off") {
+    // A --preset decides the frame's mode over "autoMode": advice about the file would not help.
+    const step =
+      selection.source === "frame"
+        ? `--preset ${selection.preset} selects it: pass --preset on instead, or leave --preset out to use "autoMode"`
+        : `set "result_review_mode": "review_only" in "autoMode", or pass --preset on (docs/host-configuration.md)`;
+    throw new AutoModeError("ASP_AUTO_MODE_STAGE_DISABLED", `result_review_mode is off: ${step}`, {
+      data: { stage: "result_review_mode" },
+    });
   }
+}
+
+/**
+ * The next step for a run whose Auto Repair is not `checkpointed`: the preset when the mode is not
+ * auto_fix (naming the `--preset` the run was given, if any), else exactly the repair stages that
+ * are off. Pure.
+ */
+export function repairStep(resolved: ResolvedConfiguration): string {
+  const selection = resolved.selection.selection;
+  if (selection.result_review_mode !== "auto_fix") {
+    return selection.source === "frame"
+      ? `pass --preset on instead of --preset ${selection.preset}`
+      : `pass --preset on (or set "result_review_mode": "auto_fix" in "autoMode")`;
+  }
+  const off = (["stage5_auto_repair", "stage9_safe_repair_checkpoint"] as const).filter(
+    (flag) => !resolved.flags.isEnabled(flag),
+  );
+  return `turn ${off.join(" and ")} on in the trusted host configuration ("autoMode": { "stages": { ... } }) or with its OPENAI4S_ variable`;
 }
 
 /** The names `--reviewer` accepts for a plugin id: the id, without `asp.`, without `verifier-` too. */
@@ -455,10 +477,7 @@ export function repairEngineName(
   }
   if (resolved.repair !== "checkpointed") {
     if (flags.repairEngine !== undefined || flags.repairScript !== undefined) {
-      const step =
-        resolved.selection.selection.result_review_mode !== "auto_fix"
-          ? `pass --preset on (or set "result_review_mode": "auto_fix" in "autoMode")`
-          : `turn ${resolved.flags.isEnabled("stage5_auto_repair") ? "" : "stage5_auto_repair and "}stage9_safe_repair_checkpoint on in the trusted host configuration ("autoMode": { "stages": { ... } })`;
+      const step = repairStep(resolved);
       throw new UsageError(
         "ASP_CLI_USAGE",
         `--repair-engine and --repair-script need auto_fix under stage5_auto_repair and stage9_safe_repair_checkpoint, and this run's Auto Repair is ${resolved.repair}: ${step} (docs/auto-mode.md, "Repair")`,
