@@ -10,6 +10,7 @@ import { RUN, tempStore } from "./helpers.js";
 
 const CHILD = fileURLToPath(new URL("./fixtures/kill-child.mjs", import.meta.url));
 const ACTIONS_CHILD = fileURLToPath(new URL("./fixtures/kill-child-actions.mjs", import.meta.url));
+const REPAIR_CHILD = fileURLToPath(new URL("./fixtures/kill-child-repair.mjs", import.meta.url));
 const DIST = fileURLToPath(new URL("../dist/index.js", import.meta.url));
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -125,4 +126,52 @@ describe.skipIf(!existsSync(DIST))("SIGKILL of the run process (needs `pnpm --fi
       }
     }
   }, 120_000);
+
+  it("AM.durable.1 AM.stage5.1: killed after each committed step and transition of a run that repairs, the reopened projection is the reviewed candidate B or the repaired B', never Verified before B' passed", async () => {
+    const fresh = async () => {
+      const t = await tempStore();
+      cleanups.push(t.cleanup);
+      await t.store.close();
+      const scratch = mkdtempSync(join(tmpdir(), "asp-kill-repair-ws-"));
+      cleanups.push(async () => rmSync(scratch, { recursive: true, force: true }));
+      return { dir: t.dir, scratch };
+    };
+    // The whole course once, unkilled: every commit in order.
+    const whole = await fresh();
+    const all = (await runAndKill(whole.dir, 0, "pass", [REPAIR_CHILD, whole.dir, whole.scratch, "0"])).filter(
+      (l) => l !== "done",
+    );
+    const commits = all.map((l) => l.slice(l.indexOf(" ") + 1));
+    expect(commits).toContain("repair_started");
+    expect(commits.at(-1)).toBe("auto_run_terminal");
+    // The kills before the Repair are the acting run's test above: here from the issues verdict on.
+    for (let stopAt = commits.indexOf("repair_started"); stopAt <= commits.length; stopAt++) {
+      const { dir, scratch } = await fresh();
+      const seen = await runAndKill(dir, stopAt, "pass", [REPAIR_CHILD, dir, scratch, String(stopAt)]);
+      expect(seen.at(-1)).toBe(`${stopAt} ${commits[stopAt - 1]}`);
+      const store = await openStore(dir, { waitMs: 10_000 });
+      try {
+        const p = await loadAutoRunProjection(store, runIdOf(RUN));
+        expect(p.problems, `killed after ${stopAt} ${commits[stopAt - 1]}`).toEqual([]);
+        const committed = commits.slice(0, stopAt);
+        const candidates = committed.filter((c) => c === "candidate_ready").length;
+        if (stopAt === commits.length) {
+          expect(p.user_truth).toBe("Verified");
+          expect(p.candidate?.parent_candidate_id).not.toBeNull();
+        } else {
+          expect(p.state).toBe(candidates === 0 ? null : "candidate");
+          // B (the producer's, no parent) until B' committed; then B' (its parent B), unverified.
+          if (candidates === 1) expect(p.candidate?.parent_candidate_id).toBeNull();
+          if (candidates === 2) expect(p.candidate?.parent_candidate_id).toBe(p.repair_runs[0]?.from_candidate_id);
+          expect(p.candidate?.review_status ?? "candidate").not.toBe("verified");
+        }
+        // A Repair Run is open exactly between repair_started and repair_completed.
+        const started = committed.includes("repair_started");
+        const completed = committed.includes("repair_completed");
+        expect(p.repair_runs.map((r) => r.outcome)).toEqual(started ? [completed ? "applied" : null] : []);
+      } finally {
+        await store.close();
+      }
+    }
+  }, 240_000);
 });
