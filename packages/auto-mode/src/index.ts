@@ -59,6 +59,23 @@ export {
   isUnresolvedFinding,
   UNRESOLVED_FINDING_STATUSES,
 } from "./findings.js";
+export type {
+  Guardian,
+  GuardianAnswer,
+  GuardianRequest,
+  GuardianRule,
+  PermissionAuditRequest,
+} from "./guardian.js";
+export {
+  actionClassOf,
+  checkGuardianAssessment,
+  createRulesGuardian,
+  guardianAssessment,
+  guardianRequestOf,
+  parseGuardianAnswer,
+  permissionAuditRequest,
+  permissionRequestDigest,
+} from "./guardian.js";
 export type { FindingContent } from "./identity.js";
 export {
   candidateIdOf,

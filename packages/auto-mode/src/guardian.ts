@@ -1,0 +1,342 @@
+import {
+  GUARDIAN_DECISIONS,
+  type GuardianAssessment,
+  type GuardianDecision,
+  RISK_LEVELS,
+  type RiskLevel,
+  type RunIdentity,
+  validate,
+} from "@asp/contracts";
+import { type Digest, digest } from "@asp/evidence";
+import { AutoModeError } from "./errors.js";
+
+// The Guardian's side of a permission review (issue 27 item 3, ADR 0010), as pure functions: what
+// the Guardian is shown, how its answer is read, the deterministic rules Guardian, and the
+// permission-review audit with its two digests and the assessment record. The run machine does
+// not call these yet: Stages 6 and 7 stay refused as unbuilt until it does (ADR 0010).
+
+/**
+ * Everything a Guardian is shown of one `ask` (ADR 0010 §2): the host's canonical action and
+ * deterministic policy's reason and version. No field carries the Engine's prose, a tool's
+ * output, web content, a skill or an earlier rationale, so no authority can flow from them.
+ */
+export interface GuardianRequest {
+  readonly run: RunIdentity;
+  /** The ask decision under review (the id of the step that recorded it). */
+  readonly ask_decision_id: string;
+  readonly action: {
+    readonly tool: string;
+    /** The canonical target (a workspace path, a program name). */
+    readonly target: string | null;
+    readonly action_digest: string;
+    /** What kind of effect it is, e.g. `write_file`, `run_command:git` (safe to show a user). */
+    readonly action_class: string;
+  };
+  readonly policy_reason: string;
+  readonly policy_version: string;
+}
+
+/**
+ * The {@link GuardianRequest} of an ask: only the named fields are copied (anything else the
+ * caller's objects carry, such as a tool's output, is left behind), each string bounded. Pure.
+ */
+export function guardianRequestOf(input: {
+  readonly run: RunIdentity;
+  readonly askDecisionId: string;
+  readonly action: { readonly tool: string; readonly target: string | null; readonly action_digest: string };
+  readonly policyReason: string;
+  readonly policyVersion: string;
+}): GuardianRequest {
+  const { tool, target, action_digest } = input.action;
+  const r = input.run;
+  return {
+    run: { root_frame_id: r.root_frame_id, branch_id: r.branch_id, turn_id: r.turn_id, execution_id: r.execution_id },
+    ask_decision_id: input.askDecisionId,
+    action: {
+      tool: String(tool).slice(0, 128),
+      target: target === null ? null : String(target).slice(0, 4096),
+      action_digest: String(action_digest),
+      action_class: actionClassOf(tool, target),
+    },
+    policy_reason: String(input.policyReason).slice(0, 500),
+    policy_version: input.policyVersion,
+  };
+}
+
+/** The action class a user may be shown: the tool, and for a command its program. Pure. */
+export function actionClassOf(tool: string, target: string | null): string {
+  return tool === "run_command" && target !== null ? `run_command:${target}` : tool;
+}
+
+/** A Guardian's answer, once read: a decision with its risk, recoverability and rationale. */
+export interface GuardianAnswer {
+  readonly decision: GuardianDecision;
+  readonly risk: RiskLevel;
+  /** A deny the main Agent may answer with a materially safer plan (never for `critical`). */
+  readonly recoverable: boolean;
+  readonly rationale: string;
+}
+
+/**
+ * Read a Guardian's raw answer. Anything that is not exactly `{ decision, risk, recoverable,
+ * rationale }` with known values is invalid output (the contract: a stopping result), never a
+ * guess; an allow at `critical` risk and a recoverable `critical` deny are invalid too. Pure.
+ */
+export function parseGuardianAnswer(raw: unknown): GuardianAnswer | { readonly invalid: string } {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { invalid: "not a JSON object" };
+  const a = raw as Record<string, unknown>;
+  const extra = Object.keys(a).filter((k) => !["decision", "risk", "recoverable", "rationale"].includes(k));
+  if (extra.length > 0) return { invalid: `unknown field ${extra[0]}` };
+  if (!GUARDIAN_DECISIONS.includes(a.decision as GuardianDecision)) return { invalid: "decision is not allow or deny" };
+  if (!RISK_LEVELS.includes(a.risk as RiskLevel)) return { invalid: "risk is not low, medium, high or critical" };
+  if (typeof a.recoverable !== "boolean") return { invalid: "recoverable is not a boolean" };
+  if (typeof a.rationale !== "string" || a.rationale.length === 0 || a.rationale.length > 10_000)
+    return { invalid: "rationale is not a string of 1 to 10,000 characters" };
+  if (a.risk === "critical" && (a.decision === "allow" || a.recoverable === true))
+    return { invalid: "a critical risk is never allowed and never recoverable" };
+  return {
+    decision: a.decision as GuardianDecision,
+    risk: a.risk as RiskLevel,
+    recoverable: a.recoverable,
+    rationale: a.rationale,
+  };
+}
+
+/** One rule of the deterministic rules Guardian: the first that matches decides. */
+export interface GuardianRule {
+  /** The action class it applies to (`write_file`, `run_command:git`, ...). */
+  readonly actionClass: string;
+  /** Canonical targets it applies to: exact, or a folder prefix ending in `/`. Absent: any. */
+  readonly targets?: ReadonlyArray<string>;
+  readonly decision: GuardianDecision;
+  readonly risk: RiskLevel;
+  readonly recoverable?: boolean;
+  readonly rationale: string;
+}
+
+/** A Guardian: who it is (frozen into each assessment) and how it answers one request. */
+export interface Guardian {
+  readonly identity: { readonly prompt_version: string; readonly model_version: string };
+  assess(request: GuardianRequest, signal: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * The deterministic rules Guardian: ordered rules over the action class and canonical target,
+ * the first match decides, and anything no rule names is denied (high risk, recoverable: the
+ * Agent may try a plan the rules allow). It reads nothing but the request's action.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` for a rule that allows at critical risk,
+ *   names no action class, or has a target that is not canonical.
+ * @example
+ * ```ts
+ * const guardian = createRulesGuardian({ version: "rules-1", rules: [
+ *   { actionClass: "write_file", targets: ["docs/"], decision: "allow", risk: "low", rationale: "docs are safe to edit" },
+ * ] });
+ * ```
+ */
+export function createRulesGuardian(options: {
+  readonly rules: ReadonlyArray<GuardianRule>;
+  readonly version: string;
+}): Guardian {
+  const rules = options.rules.map((r, i) => {
+    const bad = (why: string): never => {
+      throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", `guardian rule ${i} ${why}`, {
+        data: { key: `rules[${i}]` },
+      });
+    };
+    if (typeof r.actionClass !== "string" || r.actionClass === "") bad("names no action class");
+    if (r.decision === "allow" && r.risk === "critical") bad("allows at critical risk");
+    for (const t of r.targets ?? []) {
+      if (
+        t === "" ||
+        t.startsWith("/") ||
+        t.split("/").some((s, k, all) => s === ".." || (s === "" && k < all.length - 1))
+      )
+        bad(`has a target that is not canonical: ${JSON.stringify(t)}`);
+    }
+    return { ...r, recoverable: r.decision === "deny" && r.risk !== "critical" && (r.recoverable ?? true) };
+  });
+  const matches = (rule: GuardianRule, target: string | null): boolean =>
+    rule.targets === undefined ||
+    (target !== null && rule.targets.some((t) => (t.endsWith("/") ? target.startsWith(t) : target === t)));
+  return {
+    identity: { prompt_version: `rules:${options.version}`, model_version: "deterministic" },
+    async assess(request) {
+      const rule = rules.find(
+        (r) => r.actionClass === request.action.action_class && matches(r, request.action.target),
+      );
+      if (rule === undefined) {
+        return {
+          decision: "deny",
+          risk: "high",
+          recoverable: true,
+          rationale: `no Guardian rule allows ${request.action.action_class}${request.action.target === null ? "" : ` on ${request.action.target}`}`,
+        };
+      }
+      return { decision: rule.decision, risk: rule.risk, recoverable: rule.recoverable, rationale: rule.rationale };
+    },
+  };
+}
+
+/**
+ * The immutable request of one permission-review audit and its subject bindings: what its
+ * `audit_request_digest` covers (the ask decision, the exact action digest, the policy, prompt and
+ * model versions), never the answer.
+ */
+export interface PermissionAuditRequest {
+  readonly audit_id: string;
+  readonly subject_kind: "permission_review";
+  readonly subject_entity_kind: "approval_action";
+  /** The ask decision under review. */
+  readonly subject_id: string;
+  readonly run: RunIdentity;
+  readonly action_digest: string;
+  readonly action_class: string;
+  readonly policy_version: string;
+  readonly prompt_version: string;
+  readonly model_version: string;
+}
+
+/** The permission-review audit request of a Guardian request under this Guardian's identity. Pure. */
+export function permissionAuditRequest(
+  auditId: string,
+  request: GuardianRequest,
+  identity: Guardian["identity"],
+): PermissionAuditRequest {
+  return {
+    audit_id: auditId,
+    subject_kind: "permission_review",
+    subject_entity_kind: "approval_action",
+    subject_id: request.ask_decision_id,
+    run: request.run,
+    action_digest: request.action.action_digest,
+    action_class: request.action.action_class,
+    policy_version: request.policy_version,
+    prompt_version: identity.prompt_version,
+    model_version: identity.model_version,
+  };
+}
+
+/** `audit_request_digest` of a permission review: the request and its subject bindings only. Pure. */
+export function permissionRequestDigest(request: PermissionAuditRequest): Digest {
+  return digest({ type: "auto-audit-request", ...request });
+}
+
+/**
+ * Build the durable {@link GuardianAssessment} of one answer, its `assessment_digest` over the
+ * request digest, subject, decision, risk, recoverability, rationale and capability (a different
+ * meaning from the request digest). An allow carries a one-shot capability bound to the exact
+ * action digest, the run's generation and an expiry only when `enforce` (Stage 7 with
+ * auto_review); shadow advice (Stage 6) and every deny carry none.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` when the record does not check against the
+ *   contracts' schema.
+ */
+export function guardianAssessment(input: {
+  readonly assessmentId: string;
+  readonly audit: PermissionAuditRequest;
+  readonly answer: GuardianAnswer;
+  readonly enforce: boolean;
+  readonly generation: number;
+  readonly decidedAt: string;
+  readonly capabilityExpiresAt: string;
+}): GuardianAssessment {
+  const { audit, answer } = input;
+  const requestDigest = permissionRequestDigest(audit);
+  const capability =
+    input.enforce && answer.decision === "allow"
+      ? {
+          capability_id: digest({ type: "auto-capability", assessment_id: input.assessmentId }).slice(7, 39),
+          action_digest: audit.action_digest,
+          max_uses: 1 as const,
+          generation: input.generation,
+          expires_at: input.capabilityExpiresAt,
+        }
+      : null;
+  const assessmentDigest = digest({
+    type: "auto-audit-assessment",
+    audit_request_digest: requestDigest,
+    subject_kind: audit.subject_kind,
+    subject_entity_kind: audit.subject_entity_kind,
+    subject_id: audit.subject_id,
+    decision: answer.decision,
+    risk: answer.risk,
+    recoverable: answer.recoverable,
+    rationale: answer.rationale,
+    capability,
+  });
+  const record: GuardianAssessment = {
+    assessment_id: input.assessmentId,
+    run: audit.run,
+    ask_decision_id: audit.subject_id,
+    action_digest: audit.action_digest,
+    action_class: audit.action_class,
+    decision: answer.decision,
+    risk: answer.risk,
+    recoverable: answer.recoverable,
+    rationale: answer.rationale,
+    policy_version: audit.policy_version,
+    prompt_version: audit.prompt_version,
+    model_version: audit.model_version,
+    audit_id: audit.audit_id,
+    audit_request_digest: requestDigest,
+    assessment_digest: assessmentDigest,
+    capability,
+    decided_at: input.decidedAt,
+  };
+  const checked = validate("guardian-assessment", record);
+  if (!checked.ok) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_RECORD", "the Guardian assessment does not check", {
+      data: { errors: checked.errors.map((e) => `${e.pointer} ${e.message}`).slice(0, 5) },
+    });
+  }
+  return record;
+}
+
+/**
+ * Check a committed assessment: both digests re-derive from its own fields (a rationale, a risk or
+ * a capability changed after commit no longer re-hashes), and a capability is one-shot and bound
+ * to the assessed action. Null when it holds, else the problem. Pure.
+ */
+export function checkGuardianAssessment(a: GuardianAssessment): string | null {
+  const audit: PermissionAuditRequest = {
+    audit_id: a.audit_id,
+    subject_kind: "permission_review",
+    subject_entity_kind: "approval_action",
+    subject_id: a.ask_decision_id,
+    run: a.run,
+    action_digest: a.action_digest,
+    action_class: a.action_class,
+    policy_version: a.policy_version,
+    prompt_version: a.prompt_version,
+    model_version: a.model_version,
+  };
+  if (permissionRequestDigest(audit) !== a.audit_request_digest) return "its audit_request_digest does not re-derive";
+  let again: GuardianAssessment;
+  try {
+    again = guardianAssessment({
+      assessmentId: a.assessment_id,
+      audit,
+      answer: { decision: a.decision, risk: a.risk, recoverable: a.recoverable, rationale: a.rationale },
+      enforce: a.capability !== null,
+      generation: a.capability?.generation ?? 0,
+      decidedAt: a.decided_at,
+      capabilityExpiresAt: a.capability?.expires_at ?? a.decided_at,
+    });
+  } catch {
+    return "it does not check against the contracts' schema";
+  }
+  const answer = parseGuardianAnswer({
+    decision: a.decision,
+    risk: a.risk,
+    recoverable: a.recoverable,
+    rationale: a.rationale,
+  });
+  if ("invalid" in answer) return "its answer is not one a Guardian may give";
+  if (again.assessment_digest !== a.assessment_digest) return "its assessment does not re-hash to assessment_digest";
+  if (a.capability !== null && a.capability.capability_id !== again.capability?.capability_id)
+    return "its capability id does not re-derive";
+  if (a.capability !== null && a.capability.action_digest !== a.action_digest)
+    return "its capability is bound to another action";
+  return null;
+}
