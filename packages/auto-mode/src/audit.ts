@@ -8,6 +8,7 @@ import {
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
 import { AutoModeError } from "./errors.js";
+import type { PermissionAuditRequest } from "./guardian.js";
 
 /**
  * The immutable request of one result-review audit and its subject bindings: what
@@ -77,7 +78,7 @@ export interface Assessment {
  *
  * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` for a subject pairing the contract does not allow.
  */
-export function auditRequestDigest(request: AuditRequest): Digest {
+export function auditRequestDigest(request: AuditRequest | PermissionAuditRequest): Digest {
   if (!isValidSubjectPairing(request.subject_kind, request.subject_entity_kind)) {
     throw new AutoModeError("ASP_AUTO_MODE_INVALID_RECORD", "not one of the two valid subject pairings", {
       data: { subject_kind: request.subject_kind, subject_entity_kind: request.subject_entity_kind },

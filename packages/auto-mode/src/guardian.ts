@@ -8,6 +8,7 @@ import {
   validate,
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
+import { auditRequestDigest } from "./audit.js";
 import { AutoModeError } from "./errors.js";
 
 // The Guardian's side of a permission review (issue 27 item 3, ADR 0010), as pure functions: what
@@ -219,7 +220,7 @@ export function permissionAuditRequest(
 
 /** `audit_request_digest` of a permission review: the request and its subject bindings only. Pure. */
 export function permissionRequestDigest(request: PermissionAuditRequest): Digest {
-  return digest({ type: "auto-audit-request", ...request });
+  return auditRequestDigest(request);
 }
 
 /**
