@@ -9,9 +9,10 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   is not plain http/https or carries credentials, a query or a fragment; an unknown option ...).
  * - `ASP_OPENAI_NO_API_KEY`: the environment variable named by `apiKeyEnv` is unset, empty, or not
  *   a single printable header token. Nothing was sent.
- * - `ASP_OPENAI_BAD_REQUEST`: the review request is not one this Reviewer answers (not `review`,
- *   a subject without candidate, payload or snapshot, a blob the content reader does not hold).
- *   Nothing was sent.
+ * - `ASP_OPENAI_BAD_REQUEST`: the request is not one this verifier answers (neither `review` nor
+ *   `guardian`; a review subject without candidate, payload or snapshot, a blob the content reader
+ *   does not hold; a Guardian request without action digest or class, a subject that is not a JSON
+ *   object, names another action, or is over 16 KiB of JSON). Nothing was sent.
  * - `ASP_OPENAI_CONNECTION_FAILED`: no HTTP answer: connection refused or reset, DNS failure, TLS.
  * - `ASP_OPENAI_TIMEOUT`: no complete answer within `timeoutMs`; the request was aborted.
  * - `ASP_OPENAI_ABORTED`: the caller's signal aborted the request (e.g. the runner's own deadline).
@@ -22,7 +23,9 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_OPENAI_MALFORMED_RESPONSE`: the body is not UTF-8 JSON, has no
  *   `choices[0].message.content` string, the content is not JSON, or the answer was cut off.
  * - `ASP_OPENAI_REFUSAL`: the model refused (`message.refusal`, `finish_reason: content_filter`).
- * - `ASP_OPENAI_SCHEMA_INVALID`: the content is JSON but not the verdict schema.
+ * - `ASP_OPENAI_SCHEMA_INVALID`: the content is JSON but not the verdict schema (a review) or the
+ *   Guardian answer schema (a Guardian request; an allow or a recoverable deny at `critical` risk
+ *   included).
  */
 export type OpenAIReviewerErrorCode =
   | "ASP_OPENAI_BAD_OPTIONS"
@@ -58,6 +61,7 @@ export const OPENAI_REVIEWER_ERROR_CODES: readonly OpenAIReviewerErrorCode[] = O
  * How a review attempt that failed with each code is recorded by the host (`data.attempt_outcome`,
  * read by `@asp/auto-mode`'s `runAttempt`): an answer that came but is not an admissible verdict is
  * `unparseable`, no answer in time is `timeout`, everything else `provider_failed`. None is a pass.
+ * A Guardian request's failure carries the same outcome; none is an allow.
  */
 export const ATTEMPT_OUTCOME_OF: Readonly<
   Record<OpenAIReviewerErrorCode, "timeout" | "unparseable" | "provider_failed">

@@ -8,14 +8,15 @@ import { createOpenAIReviewer } from "./reviewer.js";
 export const PLUGIN_ID = "asp.verifier-openai";
 
 /**
- * The plugin declaration the entry exports: a verifier granted `review`, depending on the host's
+ * The plugin declaration the entry exports: a verifier granted `review` and `guardian` (the same
+ * capabilities as `asp-plugin.json`, which the host checks it against), depending on the host's
  * content reader (snapshot blobs by digest) and clock. Its options ({@link OPTIONS_SCHEMA}) come
  * from trusted host configuration and are validated by the host before `init`. Nothing runs, and
  * no environment variable is read, until the host calls `init` and then `verify`.
  */
 export const openAIReviewerPlugin: VerifierPlugin = defineVerifier({
   id: PLUGIN_ID,
-  capabilities: ["review"],
+  capabilities: ["review", "guardian"],
   optionsSchema: OPTIONS_SCHEMA,
   register(reg) {
     reg.registerInit({

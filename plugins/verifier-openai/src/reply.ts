@@ -47,7 +47,8 @@ interface Verdict {
 
 let check: ValidateFunction<Verdict> | undefined;
 
-function malformed(reason: string): OpenAIReviewerError {
+/** The coded error of an answer that is not a readable chat-completions reply (`data.reason` says why). */
+export function malformed(reason: string): OpenAIReviewerError {
   return new OpenAIReviewerError(
     "ASP_OPENAI_MALFORMED_RESPONSE",
     `the chat-completions answer is malformed: ${reason}`,
@@ -110,24 +111,8 @@ export function usageOf(body: unknown): EngineUsage | null {
  *   {@link VERDICT_SCHEMA} (after scrubbing: a secret in `verdict` or `category` is refused).
  */
 export function reviewResponseOf(content: string, secrets: readonly string[] = []): ReviewResponse {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(content);
-  } catch {
-    throw malformed("the message content is not JSON");
-  }
-  const scrubber = createScrubber(secrets);
-  const value = scrubJson(parsed, scrubber);
-  // Fail closed: a reply whose replacements keep forming the key again is not returned at all.
-  if (jsonHolds(value, scrubber))
-    throw malformed("the message content holds the API key in a form that cannot be removed");
   check ??= new Ajv2020({ strict: true, allErrors: false }).compile<Verdict>(VERDICT_SCHEMA);
-  if (!check(value)) {
-    const e = check.errors?.[0];
-    throw new OpenAIReviewerError("ASP_OPENAI_SCHEMA_INVALID", "the verdict does not match the verdict schema", {
-      data: { pointer: (e?.instancePath ?? "").slice(0, 200), keyword: e?.keyword ?? "" },
-    });
-  }
+  const value = checkedAnswer(content, secrets, check, "the verdict does not match the verdict schema");
   return {
     kind: "review",
     verdict: value.verdict,
@@ -139,4 +124,37 @@ export function reviewResponseOf(content: string, secrets: readonly string[] = [
       evidence_refs: [...new Set(f.evidence_refs)],
     })),
   };
+}
+
+/**
+ * The model's JSON answer, scrubbed of `secrets` and checked by `check` (a review verdict, a
+ * Guardian answer). Pure, total.
+ *
+ * @throws OpenAIReviewerError `ASP_OPENAI_MALFORMED_RESPONSE` when the content is not JSON or a
+ *   secret cannot be scrubbed out of it; `ASP_OPENAI_SCHEMA_INVALID` (`message`) when `check` fails.
+ */
+export function checkedAnswer<T>(
+  content: string,
+  secrets: readonly string[],
+  check: ValidateFunction<T>,
+  message: string,
+): T {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    throw malformed("the message content is not JSON");
+  }
+  const scrubber = createScrubber(secrets);
+  const value = scrubJson(parsed, scrubber);
+  // Fail closed: a reply whose replacements keep forming the key again is not returned at all.
+  if (jsonHolds(value, scrubber))
+    throw malformed("the message content holds the API key in a form that cannot be removed");
+  if (!check(value)) {
+    const e = check.errors?.[0];
+    throw new OpenAIReviewerError("ASP_OPENAI_SCHEMA_INVALID", message, {
+      data: { pointer: (e?.instancePath ?? "").slice(0, 200), keyword: e?.keyword ?? "" },
+    });
+  }
+  return value;
 }

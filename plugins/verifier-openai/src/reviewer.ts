@@ -1,8 +1,22 @@
-import type { ReviewResponse, Verifier, VerifyRequest } from "@asp/contracts";
+import type {
+  AbortSignalLike,
+  GuardianResponse,
+  ReviewResponse,
+  Verifier,
+  VerifyRequest,
+  VerifyResponse,
+} from "@asp/contracts";
 import { postChat } from "./client.js";
 import { OpenAIReviewerError } from "./errors.js";
-import { type OpenAIReviewerOptions, resolveOptions } from "./options.js";
-import { buildMessages, type ContentPort, checkSubject, verdictRequestSchema } from "./prompt.js";
+import {
+  buildGuardianMessages,
+  type CheckedGuardianRequest,
+  checkGuardianRequest,
+  guardianRequestSchema,
+  guardianResponseOf,
+} from "./guardian.js";
+import { type OpenAIReviewerOptions, type ResolvedOptions, resolveOptions } from "./options.js";
+import { buildMessages, type ContentPort, checkSubject, type ReviewSubject, verdictRequestSchema } from "./prompt.js";
 import { contentOf, reviewResponseOf, usageOf } from "./reply.js";
 
 /** What {@link createOpenAIReviewer} needs: its trusted options and its ports. */
@@ -30,11 +44,68 @@ function apiKey(env: Readonly<Record<string, string | undefined>>, name: string)
   return key;
 }
 
+/** What every chat-completions request of this verifier carries besides its messages and schema. */
+interface Call {
+  readonly url: string;
+  readonly options: ResolvedOptions;
+  readonly apiKey: string;
+  readonly signal: AbortSignalLike | undefined;
+}
+
+/** POST one request with a strict `json_schema` response format; the body of the 2xx answer. */
+function ask(
+  call: Call,
+  messages: ReadonlyArray<{ role: "system" | "user"; content: string }>,
+  format: { readonly name: string; readonly schema: Record<string, unknown> },
+): Promise<unknown> {
+  const { options } = call;
+  return postChat({
+    url: call.url,
+    apiKey: call.apiKey,
+    timeoutMs: options.timeoutMs,
+    signal: call.signal,
+    body: {
+      model: options.model,
+      messages,
+      ...(options.temperature === null ? {} : { temperature: options.temperature }),
+      max_completion_tokens: options.maxTokens,
+      response_format: { type: "json_schema", json_schema: { name: format.name, strict: true, schema: format.schema } },
+    },
+  });
+}
+
+/** The review role: the candidate and its snapshot texts in, a validated `ReviewResponse` out. */
+async function review(call: Call, subject: ReviewSubject, content: ContentPort): Promise<ReviewResponse> {
+  const messages = await buildMessages(subject, content);
+  const body = await ask(call, messages, {
+    name: "asp_review_verdict",
+    schema: verdictRequestSchema(subject.snapshot.refs.map((r) => r.name)),
+  });
+  const answer = reviewResponseOf(contentOf(body), [call.apiKey]);
+  // What the call cost, as the endpoint reported it: the host meters it (never trusted for more).
+  const usage = usageOf(body);
+  return usage === null ? answer : { ...answer, usage };
+}
+
 /**
- * Create the Reviewer: `verify({ kind: "review", subject, signal })` POSTs one chat-completions
- * request (system prompt, the payload and snapshot texts, a strict JSON-schema response format)
- * and returns the validated verdict as a contracts `ReviewResponse`. Every failure is thrown as a
- * coded error, so the Auto Mode runner records it per attempt; none is ever a pass.
+ * The Guardian role: one `ask`-classified action in, a validated `GuardianResponse` out. The
+ * endpoint's `usage` is not passed on: the contracts Guardian answer is closed and has no field
+ * for it (plugin-host would refuse the answer as `ASP_PLUGIN_BAD_OUTPUT`).
+ */
+async function guard(call: Call, request: CheckedGuardianRequest): Promise<GuardianResponse> {
+  const messages = buildGuardianMessages(request, [call.apiKey]);
+  const body = await ask(call, messages, { name: "asp_guardian_decision", schema: guardianRequestSchema() });
+  return guardianResponseOf(contentOf(body), [call.apiKey]);
+}
+
+/**
+ * Create the verifier, in both of its roles. `verify({ kind: "review", subject, signal })` POSTs
+ * one chat-completions request (system prompt, the payload and snapshot texts, a strict
+ * JSON-schema response format) and returns the validated verdict as a contracts `ReviewResponse`.
+ * `verify({ kind: "guardian", actionDigest, actionClass, subject, signal })` asks the same
+ * endpoint, with the same options, deadline and signal, to judge the one `ask`-classified action
+ * the subject describes, and returns the validated `GuardianResponse`. Every failure is thrown as
+ * a coded error, so the host records it; none is ever a pass or an allow.
  *
  * @throws OpenAIReviewerError `ASP_OPENAI_BAD_OPTIONS` at creation; from `verify`, any code of
  *   {@link OpenAIReviewerErrorCode} but `ASP_OPENAI_BAD_OPTIONS`.
@@ -51,39 +122,25 @@ export function createOpenAIReviewer(params: OpenAIReviewerParams): Verifier {
   const env = params.env ?? process.env;
   const url = `${options.baseUrl}/chat/completions`;
   return {
-    async verify(request: VerifyRequest): Promise<ReviewResponse> {
-      if (request?.kind !== "review") {
-        throw new OpenAIReviewerError("ASP_OPENAI_BAD_REQUEST", "this verifier answers review requests only", {
-          data: { field: "kind" },
-        });
-      }
-      const subject = checkSubject(request.subject);
-      const key = apiKey(env, options.apiKeyEnv);
-      const messages = await buildMessages(subject, params.content);
-      const body = await postChat({
+    async verify(request: VerifyRequest): Promise<VerifyResponse> {
+      // Each request is checked before the key is read: one this verifier cannot send costs nothing.
+      const call = (signal: AbortSignalLike | undefined): Call => ({
         url,
-        apiKey: key,
-        timeoutMs: options.timeoutMs,
-        signal: request.signal,
-        body: {
-          model: options.model,
-          messages,
-          ...(options.temperature === null ? {} : { temperature: options.temperature }),
-          max_completion_tokens: options.maxTokens,
-          response_format: {
-            type: "json_schema",
-            json_schema: {
-              name: "asp_review_verdict",
-              strict: true,
-              schema: verdictRequestSchema(subject.snapshot.refs.map((r) => r.name)),
-            },
-          },
-        },
+        options,
+        apiKey: apiKey(env, options.apiKeyEnv),
+        signal,
       });
-      const answer = reviewResponseOf(contentOf(body), [key]);
-      // What the call cost, as the endpoint reported it: the host meters it (never trusted for more).
-      const usage = usageOf(body);
-      return usage === null ? answer : { ...answer, usage };
+      if (request?.kind === "review") {
+        const subject = checkSubject(request.subject);
+        return review(call(request.signal), subject, params.content);
+      }
+      if (request?.kind === "guardian") {
+        const checked = checkGuardianRequest(request);
+        return guard(call(request.signal), checked);
+      }
+      throw new OpenAIReviewerError("ASP_OPENAI_BAD_REQUEST", "this verifier answers review and guardian requests", {
+        data: { field: "kind" },
+      });
     },
   };
 }

@@ -1,8 +1,8 @@
 // A real loopback HTTP server speaking the chat-completions API, in the test process, whose
-// answer each test scripts; and the review subjects the Auto Mode runner sends.
+// answer each test scripts; and the review subjects and Guardian requests the host sends.
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { ActorIdentity, EngineStep } from "@asp/auto-mode";
+import { type ActorIdentity, type EngineStep, guardianRequestOf } from "@asp/auto-mode";
 import type { RunIdentity } from "@asp/contracts";
 import type { AutoModeSelection } from "@asp/rollout";
 
@@ -205,3 +205,34 @@ export const AUTO_RUN: {
     evidence: [{ name: "notes", bytes: enc.encode("42 = 40 + 2") }],
   },
 };
+
+/** A Guardian answer (allow, low risk, unless overridden). */
+export function decision(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return { decision: "allow", risk: "low", recoverable: false, rationale: "A read-only status query.", ...over };
+}
+
+/**
+ * A Guardian request as the host sends it: the subject is `@asp/auto-mode`'s canonical request of
+ * one ask (`guardianRequestOf`), and the digest and class beside it are the subject's own.
+ */
+export function guardianRequest(
+  over: { tool?: string; target?: string | null; policyReason?: string; digest?: string } = {},
+) {
+  const subject = guardianRequestOf({
+    run: AUTO_RUN.run,
+    askDecisionId: "step:ask-1",
+    action: {
+      tool: over.tool ?? "run_command",
+      target: over.target === undefined ? "git" : over.target,
+      action_digest: over.digest ?? `sha256:${"a".repeat(64)}`,
+    },
+    policyReason: over.policyReason ?? "run_command:git is not in the allow list",
+    policyVersion: "policy:v7",
+  });
+  return {
+    kind: "guardian" as const,
+    actionDigest: subject.action.action_digest,
+    actionClass: subject.action.action_class,
+    subject,
+  };
+}

@@ -3,7 +3,7 @@
 // registerPlugins over a real level store's content, selected as an independent Reviewer by
 // createAutoRunner, and answering from a real loopback chat-completions server.
 import "reflect-metadata";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,8 +17,19 @@ import { container } from "tsyringe";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openAIReviewerIdentity } from "../src/identity.js";
 import type { OpenAIReviewerOptions } from "../src/options.js";
-import { PLUGIN_ID } from "../src/plugin.js";
-import { AUTO_RUN, type ChatServer, completionBody, issues, pass, raw, reply, startChatServer } from "./helpers.js";
+import { openAIReviewerPlugin, PLUGIN_ID } from "../src/plugin.js";
+import {
+  AUTO_RUN,
+  type ChatServer,
+  completionBody,
+  decision,
+  guardianRequest,
+  issues,
+  pass,
+  raw,
+  reply,
+  startChatServer,
+} from "./helpers.js";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const KEY_ENV = "ASP_TEST_VERIFIER_OPENAI_KEY";
@@ -75,7 +86,7 @@ function options(over: Partial<OpenAIReviewerOptions> = {}): OpenAIReviewerOptio
   return { baseUrl: server.baseUrl, model: "reviewer-model", apiKeyEnv: KEY_ENV, timeoutMs: 10_000, ...over };
 }
 
-function load(pluginOptions: unknown, capabilities: Array<"review" | "guardian"> = ["review"]) {
+function load(pluginOptions: unknown, capabilities: Array<"review" | "guardian"> = ["review", "guardian"]) {
   return loadPlugins({
     dirs: [packed.dir],
     trustRoots: readTrustRoots([pub]),
@@ -85,8 +96,8 @@ function load(pluginOptions: unknown, capabilities: Array<"review" | "guardian">
   });
 }
 
-/** The loaded, registered Reviewer as an Auto Mode ReviewerPort over the store's content. */
-async function reviewerPort(o: OpenAIReviewerOptions): Promise<ReviewerPort> {
+/** The loaded verifier, registered over the store's content, as the host resolves it (answers checked). */
+async function registered(o: OpenAIReviewerOptions): Promise<ReviewerPort["verifier"]> {
   const result = await load(o);
   expect(result.refused).toEqual([]);
   const child = container.createChildContainer();
@@ -98,7 +109,13 @@ async function reviewerPort(o: OpenAIReviewerOptions): Promise<ReviewerPort> {
   });
   const [verifier] = child.resolveAll(TOKENS.Verifier);
   if (verifier === undefined) throw new Error("no verifier registered");
-  return { identity: openAIReviewerIdentity(o, { sessionId: "review-session-1" }), verifier };
+  expect(verifier.capabilities).toEqual(["review", "guardian"]);
+  return verifier;
+}
+
+/** The loaded, registered Reviewer as an Auto Mode ReviewerPort over the store's content. */
+async function reviewerPort(o: OpenAIReviewerOptions): Promise<ReviewerPort> {
+  return { identity: openAIReviewerIdentity(o, { sessionId: "review-session-1" }), verifier: await registered(o) };
 }
 
 const { run: RUN, producer: PRODUCER, reviewOnly: REVIEW_ONLY, completion: COMPLETION } = AUTO_RUN;
@@ -116,6 +133,12 @@ async function autoRun(reviewer: ReviewerPort) {
 }
 
 describe("verifier-openai through plugin-host and the Auto Mode runner", () => {
+  it("the declaration claims exactly the capabilities its manifest declares (the loader checks only a subset)", () => {
+    const manifest = JSON.parse(readFileSync(join(pkg, "asp-plugin.json"), "utf8")) as { capabilities: string[] };
+    expect(manifest.capabilities).toEqual(["review", "guardian"]);
+    expect(openAIReviewerPlugin.capabilities).toEqual(manifest.capabilities);
+  });
+
   it("is refused ASP_PLUGIN_BAD_OPTIONS when the trusted options do not validate (a file: URL, the key itself)", async () => {
     for (const bad of [
       options({ baseUrl: "file:///etc/passwd" }),
@@ -129,10 +152,30 @@ describe("verifier-openai through plugin-host and the Auto Mode runner", () => {
     }
   });
 
-  it("is refused ASP_PLUGIN_CAPABILITY_NOT_GRANTED when the policy does not grant review", async () => {
-    const result = await load(options(), ["guardian"]);
+  it.each([
+    ["review", ["guardian"]],
+    ["guardian", ["review"]],
+  ] as const)("is refused ASP_PLUGIN_CAPABILITY_NOT_GRANTED when the policy does not grant %s", async (_, granted) => {
+    const result = await load(options(), [...granted]);
     expect(result.verifiers).toEqual([]);
     expect(result.refused.map((r) => r.code)).toEqual(["ASP_PLUGIN_CAPABILITY_NOT_GRANTED"]);
+  });
+
+  it("in the Guardian role, its answer passes the host's closed verify-response check", async () => {
+    const verifier = await registered(options());
+    const request = guardianRequest();
+    for (const d of [decision(), decision({ decision: "deny", risk: "critical", recoverable: false })]) {
+      // The endpoint's usage is not passed on: the host would refuse a Guardian answer carrying it.
+      const body = completionBody(JSON.stringify(d)) as Record<string, unknown>;
+      server.answer(raw(200, JSON.stringify({ ...body, usage: { prompt_tokens: 10, completion_tokens: 5 } })));
+      expect(await verifier.verify(request)).toEqual({ kind: "guardian", ...d });
+    }
+    expect(server.received).toHaveLength(2);
+    const sent = server.received[0]?.body as { response_format: { json_schema: { name: string } } };
+    expect(sent.response_format.json_schema.name).toBe("asp_guardian_decision");
+    // An allow at critical risk never reaches the host as an answer.
+    server.answer(reply(decision({ risk: "critical" })));
+    await expect(verifier.verify(request)).rejects.toThrowWithCode("ASP_OPENAI_SCHEMA_INVALID");
   });
 
   it("AM.states.3: a pass from the server, read over the store's real blobs, drives the run to Verified", async () => {

@@ -360,7 +360,7 @@ describe("verifier-openai Reviewer", () => {
     });
 
     it.each([
-      ["a guardian request", { kind: "guardian", actionDigest: "x", actionClass: "fs.write", subject: {} }],
+      ["a request of an unknown kind", { kind: "audit", subject: subject().subject }],
       ["a subject without a snapshot", { kind: "review", subject: { candidate_id: "c", payload: "p" } }],
       ["a string subject", { kind: "review", subject: "hello" }],
     ])("%s is ASP_OPENAI_BAD_REQUEST", async (_, request) => {
