@@ -385,3 +385,119 @@ describe("asp auto run --preset on --engine openai: review, repair, re-review (i
     expect(error(badPreset.stdout).code).toMatch(/^ASP_ROLLOUT_/);
   });
 });
+
+describe("asp auto run with Stage 7: the rules Guardian resolves the model's asks (issue 27)", {
+  timeout: 180_000,
+}, () => {
+  it("AM.stage7.1 AM.states.11 AM.api.2: a recoverable deny returns its rationale to the model, the safer write is allowed once with its audit, review ends Verified; asp auto show prints the Guardian's decisions", async () => {
+    const original = readFileSync(join(REPO_ROOT, "examples", "demo-repo", "src", "math.ts"), "utf8");
+    const { url, requests } = await modelServer([
+      {
+        calls: [{ id: "c1", name: "write_file", arguments: { path: "src/index.ts", content: "export {};\n" } }],
+      },
+      {
+        text: "Editing math.ts instead.",
+        calls: [
+          {
+            id: "c2",
+            name: "write_file",
+            arguments: { path: "src/math.ts", content: `// Reviewed by the agent.\n${original}` },
+          },
+        ],
+      },
+      { text: "Done." },
+    ]);
+    const { root, repo, config } = setup(
+      url,
+      {},
+      {
+        stages: {
+          stage2_auto_run_storage: true,
+          stage4_review_completion_gate: true,
+          stage8_loop_circuits: true,
+          stage7_guardian_enforcement: true,
+        },
+        approvals_reviewer: "auto_review",
+      },
+    );
+    // The trusted policy leaves writes under src/ at ask: only the Guardian can resolve them.
+    const policyPath = join(root, "asp.policy.json");
+    const policy = JSON.parse(readFileSync(policyPath, "utf8"));
+    policy.permissions.rules = [
+      { tool: "read_file", path: "src/**", outcome: "allow" },
+      { tool: "write_file", path: "src/**", outcome: "ask" },
+    ];
+    writeFileSync(policyPath, JSON.stringify(policy, null, 2));
+    const rules = join(root, "guardian-rules.json");
+    writeFileSync(
+      rules,
+      JSON.stringify({
+        version: "e2e-1",
+        rules: [
+          {
+            actionClass: "write_file",
+            targets: ["src/index.ts"],
+            decision: "deny",
+            risk: "high",
+            rationale: "src/index.ts is the public entry point: change src/math.ts instead",
+          },
+          { actionClass: "write_file", targets: ["src/"], decision: "allow", risk: "low", rationale: "source edits" },
+        ],
+      }),
+    );
+    const r = await asp([...runArgs(config, repo, "Add a comment"), "--guardian", "rules", "--guardian-rules", rules]);
+    expect(r.stderr).toBe("");
+    const p = JSON.parse(r.stdout) as AutoRunProjection;
+    expect(p.problems).toEqual([]);
+    expect(p.guardian).toBe("enforce");
+    expect(p.state).toBe("verified");
+    expect(r.code).toBe(0);
+    expect(p.steps.filter((s) => s.phase !== "turn").map((s) => `${s.phase}:${s.action?.target}`)).toEqual([
+      "denied:src/index.ts",
+      "admitted:src/math.ts",
+      "executed:src/math.ts",
+    ]);
+    expect(p.guardian_decisions.map((g) => [g.decision, g.resolution, g.resolution_actor])).toEqual([
+      ["deny", "denied", "guardian"],
+      ["allow", "admitted", "guardian"],
+    ]);
+    expect(p.guardian_decisions[1]?.audit_id).toMatch(/^audit:step:/);
+    expect(p.guardian_decisions[1]?.policy_version).toMatch(/^sha256:/);
+    expect(p.candidate?.artifact_versions.map((a) => a.artifact_id)).toEqual(["src/math.ts"]);
+    // The model got the Guardian's rationale as the refused tool call's result.
+    const second = requests[1] as { messages: Array<{ role: string; content: string }> };
+    expect(second.messages.some((m) => m.role === "tool" && m.content.includes("change src/math.ts instead"))).toBe(
+      true,
+    );
+    const shown = await asp(["auto", "show", "--config", config, p.runId]);
+    expect(shown.stdout).toMatch(
+      /guardian step \d+ write_file src\/index\.ts: deny \(risk high\), denied by guardian, audit audit:step:/,
+    );
+    expect(shown.stdout).toMatch(
+      /guardian step \d+ write_file src\/math\.ts: allow \(risk low\), admitted by guardian, audit .*capability [0-9a-f]{32} used once/,
+    );
+    expect(shown.stdout).toMatch(/consecutive Guardian denials, denial circuit closed/);
+  });
+
+  it("AM.stage7.1: Stage 7 with auto_review and no --guardian is refused before anything runs, with the step that fixes it (exit 64)", async () => {
+    const { url } = await modelServer([{ text: "Done." }]);
+    const { repo, config } = setup(
+      url,
+      {},
+      {
+        stages: {
+          stage2_auto_run_storage: true,
+          stage4_review_completion_gate: true,
+          stage7_guardian_enforcement: true,
+        },
+        approvals_reviewer: "auto_review",
+      },
+    );
+    const r = await asp(runArgs(config, repo, "x"));
+    expect(r.code).toBe(64);
+    expect((JSON.parse(r.stdout) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "ASP_CLI_USAGE",
+      message: expect.stringMatching(/needs a Guardian: pass --guardian rules --guardian-rules FILE/),
+    });
+  });
+});

@@ -1,6 +1,16 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { resolveConfiguration } from "@asp/rollout";
 import { describe, expect, it } from "vitest";
-import { assertStages, autoModeConfiguration, repairEngineName, repairStep } from "../src/commands/auto.js";
+import {
+  assertStages,
+  autoModeConfiguration,
+  guardianName,
+  readGuardianRules,
+  repairEngineName,
+  repairStep,
+} from "../src/commands/auto.js";
 
 // The next steps `asp auto run` prints when a run's stages or mode do not admit what was asked:
 // each names what this run actually needs, and a --preset the user passed, never advice about
@@ -48,5 +58,58 @@ describe("asp auto run: the next step names what this run needs", () => {
     );
     expect(repairEngineName(flags, resolve(both, "on"))).toBe("openai");
     expect(repairEngineName({ engine: "openai" }, resolve(both))).toBeUndefined();
+  });
+
+  it("AM.stage7.1: guardianName needs --guardian exactly when Stage 6, or Stage 7 with auto_review, applies, and says how", () => {
+    const shadow = resolve(STAGES({ stage6_guardian_shadow: true }));
+    expect(() => guardianName({}, shadow)).toThrow(/stage6_guardian_shadow needs a Guardian: pass --guardian rules/);
+    expect(guardianName({ guardian: "openai" }, shadow)).toBe("openai");
+    const enforce = resolve({ ...STAGES({ stage7_guardian_enforcement: true }), approvals_reviewer: "auto_review" });
+    expect(() => guardianName({}, enforce)).toThrow(/stage7_guardian_enforcement with approvals_reviewer=auto_review/);
+    expect(() => guardianName({ guardian: "rules" }, enforce)).toThrow(/--guardian rules needs --guardian-rules FILE/);
+    expect(guardianName({ guardian: "rules", guardianRules: "r.json" }, enforce)).toBe("rules");
+    // Stage 7 with approvals_reviewer=user: no Guardian resolves anything, so --guardian is refused.
+    const user = resolve(STAGES({ stage7_guardian_enforcement: true }));
+    expect(guardianName({}, user)).toBeUndefined();
+    expect(() => guardianName({ guardian: "rules", guardianRules: "r.json" }, user)).toThrow(
+      /--guardian needs stage6_guardian_shadow, or stage7_guardian_enforcement with approvals_reviewer=auto_review/,
+    );
+    expect(() => guardianName({ guardian: "openai", guardianRules: "r.json" }, enforce)).toThrow(
+      /--guardian-rules is for --guardian rules only/,
+    );
+  });
+
+  it("readGuardianRules refuses a rules file inside the repository under evaluation, and a bad shape", () => {
+    const root = mkdtempSync(join(tmpdir(), "asp-guardian-rules-"));
+    try {
+      const repo = join(root, "repo");
+      const inside = join(repo, "rules.json");
+      const outside = join(root, "rules.json");
+      const rules = {
+        version: "1",
+        rules: [{ actionClass: "write_file", decision: "allow", risk: "low", rationale: "ok" }],
+      };
+      mkdirSync(repo);
+      writeFileSync(inside, JSON.stringify(rules));
+      writeFileSync(outside, JSON.stringify(rules));
+      expect(() => readGuardianRules(inside, repo)).toThrow(
+        expect.objectContaining({ code: "ASP_THS_UNTRUSTED_LOCATION" }),
+      );
+      expect(readGuardianRules(outside, repo).identity.prompt_version).toBe("rules:1");
+      writeFileSync(outside, JSON.stringify({ rules: [] }));
+      expect(() => readGuardianRules(outside, repo)).toThrow(expect.objectContaining({ code: "ASP_CLI_BAD_INPUT" }));
+      writeFileSync(
+        outside,
+        JSON.stringify({
+          version: "1",
+          rules: [{ actionClass: "write_file", decision: "allow", risk: "critical", rationale: "x" }],
+        }),
+      );
+      expect(() => readGuardianRules(outside, repo)).toThrow(
+        expect.objectContaining({ code: "ASP_AUTO_MODE_INVALID_OPTION" }),
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -47,6 +47,8 @@ describe("asp config show", () => {
         "stage3_scientific_review_shadow",
         "stage4_review_completion_gate",
         "stage5_auto_repair",
+        "stage6_guardian_shadow",
+        "stage7_guardian_enforcement",
         "stage8_loop_circuits",
         "stage9_safe_repair_checkpoint",
       ]);
@@ -61,10 +63,11 @@ describe("asp config show", () => {
       expect(r.code).toBe(EXIT.ok);
       expect(r.stdout).toContain("stage12_restart_recovery");
       expect(r.stdout).toContain(
-        "  built: stage2_auto_run_storage, stage3_scientific_review_shadow, stage4_review_completion_gate, stage5_auto_repair, stage8_loop_circuits, stage9_safe_repair_checkpoint",
+        "  built: stage2_auto_run_storage, stage3_scientific_review_shadow, stage4_review_completion_gate, stage5_auto_repair, stage6_guardian_shadow, stage7_guardian_enforcement, stage8_loop_circuits, stage9_safe_repair_checkpoint",
       );
       expect(r.stdout).toMatch(/^ {2}stage2_auto_run_storage +off +built +built-in default$/m);
-      expect(r.stdout).toMatch(/^ {2}stage7_guardian_enforcement +off +not built +built-in default$/m);
+      expect(r.stdout).toMatch(/^ {2}stage7_guardian_enforcement +off +built +built-in default$/m);
+      expect(r.stdout).toMatch(/^ {2}stage10_effect_reconciliation +off +not built +built-in default$/m);
       expect(r.stdout).toContain("Selection (winning source: built_in)");
       expect(r.stdout).toMatch(/guardian_window_size\s+50 \/ 50/);
     });
@@ -152,20 +155,20 @@ describe("asp config show", () => {
     });
 
     it("accepts an unbuilt stage set off, and says it is not built", async () => {
-      const cwd = workdir({ "deploy.json": { stages: { stage6_guardian_shadow: false } } });
+      const cwd = workdir({ "deploy.json": { stages: { stage11_portable_runs: false } } });
       const r = await run(
         ["config", "show", "--deployment", "deploy.json", "--json"],
-        { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "0" },
+        { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "0" },
         cwd,
       );
       expect(r.code).toBe(EXIT.ok);
       const report = JSON.parse(r.stdout);
-      expect(report.stages.stage6_guardian_shadow).toMatchObject({
+      expect(report.stages.stage11_portable_runs).toMatchObject({
         enabled: false,
         built: false,
         source: { kind: "deployment", origin: "deploy.json" },
       });
-      expect(report.stages.stage7_guardian_enforcement).toMatchObject({
+      expect(report.stages.stage10_effect_reconciliation).toMatchObject({
         enabled: false,
         built: false,
         source: { kind: "env" },
@@ -218,19 +221,19 @@ describe("asp config show", () => {
 
     // issue 25: a stage that is not built, turned on, would show "on" and change nothing.
     it("refuses an unbuilt stage turned on by a variable with the step that turns it off", async () => {
-      const r = await run(["config", "show"], { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "1" });
+      const r = await run(["config", "show"], { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "1" });
       expect(r.code).toBe(EXIT.usage);
       expect(r.stdout).toBe("");
-      expect(r.stderr).toMatch(/^asp: ASP_ROLLOUT_STAGE_NOT_BUILT: stage7_guardian_enforcement /);
-      expect(r.stderr).toContain("Turn it off: unset OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT\n");
-      const json = await run(["config", "show", "--json"], { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "1" });
+      expect(r.stderr).toMatch(/^asp: ASP_ROLLOUT_STAGE_NOT_BUILT: stage10_effect_reconciliation /);
+      expect(r.stderr).toContain("Turn it off: unset OPENAI4S_STAGE10_EFFECT_RECONCILIATION\n");
+      const json = await run(["config", "show", "--json"], { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "1" });
       expect(json.code).toBe(EXIT.usage);
       expect(JSON.parse(json.stdout).error).toMatchObject({
         code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
         data: {
-          key: "OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT",
+          key: "OPENAI4S_STAGE10_EFFECT_RECONCILIATION",
           source: "env",
-          stage: "stage7_guardian_enforcement",
+          stage: "stage10_effect_reconciliation",
           built: [...BUILT_STAGES],
         },
       });
@@ -238,17 +241,17 @@ describe("asp config show", () => {
 
     it("refuses an unbuilt stage turned on by the deployment file or a host alias, naming where", async () => {
       const cwd = workdir({
-        "deploy.json": { stages: { stage2_auto_run_storage: true, stage6_guardian_shadow: true } },
+        "deploy.json": { stages: { stage2_auto_run_storage: true, stage11_portable_runs: true } },
       });
       const file = await run(["config", "show", "--deployment", "deploy.json", "--json"], {}, cwd);
       expect(file.code).toBe(EXIT.usage);
       const error = JSON.parse(file.stdout).error;
       expect(error).toMatchObject({
         code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
-        data: { key: "stages.stage6_guardian_shadow", source: "deployment", origin: "deploy.json" },
+        data: { key: "stages.stage11_portable_runs", source: "deployment", origin: "deploy.json" },
       });
       expect(error.message).toContain(
-        "Turn it off: remove stages.stage6_guardian_shadow from deploy.json (or set it to false)",
+        "Turn it off: remove stages.stage11_portable_runs from deploy.json (or set it to false)",
       );
       const alias = await run(["config", "show", "--env-alias", "ASP_"], { ASP_STAGE12_RESTART_RECOVERY: "yes" });
       expect(alias.code).toBe(EXIT.usage);

@@ -215,6 +215,11 @@ export interface ActionClassification {
  * (the credential-shaped file fence runs nowhere else).
  */
 export interface PermissionClassifier {
+  /**
+   * The pinned policy's version (e.g. its digest), frozen into each Guardian audit request
+   * (`policy_version`); default `unversioned`.
+   */
+  readonly version?: string;
   classify(
     action: { readonly tool: string; readonly path?: string },
     options: { readonly fence: boolean },

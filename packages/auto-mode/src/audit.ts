@@ -8,7 +8,7 @@ import {
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
 import { AutoModeError } from "./errors.js";
-import type { PermissionAuditRequest } from "./guardian.js";
+import type { PermissionAssessment, PermissionAuditRequest } from "./guardian.js";
 
 /**
  * The immutable request of one result-review audit and its subject bindings: what
@@ -88,7 +88,7 @@ export function auditRequestDigest(request: AuditRequest | PermissionAuditReques
 }
 
 /** `assessment_digest`: the canonical digest of an {@link Assessment} (a different meaning from the request digest). */
-export function assessmentDigest(assessment: Assessment): Digest {
+export function assessmentDigest(assessment: Assessment | PermissionAssessment): Digest {
   return digest({ type: "auto-audit-assessment", ...assessment });
 }
 
@@ -131,7 +131,12 @@ export function checkAuditCompletion(event: AutoAuditCompletedEvent): Assessment
 
 // The fields both audit events carry, identically (the contract: same audit id, subject fields
 // and request digest on start and completion).
-function auditFields(eventId: string, committedAt: string, request: AuditRequest, attempt: number) {
+function auditFields(
+  eventId: string,
+  committedAt: string,
+  request: AuditRequest | PermissionAuditRequest,
+  attempt: number,
+) {
   return {
     event_id: eventId,
     run: request.run,
@@ -145,11 +150,11 @@ function auditFields(eventId: string, committedAt: string, request: AuditRequest
   };
 }
 
-/** Build an `auto_audit_started` event for one attempt of a request (pure). */
+/** Build an `auto_audit_started` event for one attempt of a request, result or permission review (pure). */
 export function auditStartedEvent(
   eventId: string,
   committedAt: string,
-  request: AuditRequest,
+  request: AuditRequest | PermissionAuditRequest,
   attempt: number,
 ): AutoAuditStartedEvent {
   return { type: "auto_audit_started", ...auditFields(eventId, committedAt, request, attempt) };
@@ -159,8 +164,8 @@ export function auditStartedEvent(
 export function auditCompletedEvent(
   eventId: string,
   committedAt: string,
-  request: AuditRequest,
-  assessment: Assessment,
+  request: AuditRequest | PermissionAuditRequest,
+  assessment: Assessment | PermissionAssessment,
 ): AutoAuditCompletedEvent {
   return {
     type: "auto_audit_completed",

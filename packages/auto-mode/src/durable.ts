@@ -1,5 +1,6 @@
 import {
   type BudgetLedger,
+  type GuardianAssessment,
   PERMISSION_OUTCOMES,
   type PermissionOutcome,
   type RunIdentity,
@@ -11,6 +12,7 @@ import {
 import type { AppendOptions, FactEntry, FactInput, FactLog } from "@asp/evidence";
 import { checkAuditCompletion } from "./audit.js";
 import { AutoModeError } from "./errors.js";
+import { checkGuardianFailure, type GuardianFailure } from "./guardian.js";
 import { checkRunStages } from "./stages.js";
 
 /** The fact kinds an Auto Run's records are stored under, one per durable record kind. */
@@ -24,6 +26,10 @@ export const AUTO_FACT_KINDS = Object.freeze({
   repair: "auto.repair_run",
   terminal: "auto.terminal",
   ledger: "auto.budget_ledger",
+  /** A Guardian assessment (Stages 6 and 7), committed with the step that records its ask. */
+  guardian: "auto.guardian_assessment",
+  /** A Guardian-failure record (timeout, invalid output, a failed call), committed like an assessment. */
+  guardian_failure: "auto.guardian_failure",
   /** The stages the run runs under (`RunStages`), committed with `auto_run_started`. */
   stages: "auto.stages",
   event: "auto.event",
@@ -47,7 +53,7 @@ export function runStateKey(runId: string): string {
 /** The fact index every fact of one run carries: name `auto.run_id`, value the run id. */
 export const RUN_ID_INDEX = "auto.run_id";
 
-const SCHEMA: Readonly<Record<Exclude<AutoRecordKind, "stages">, SchemaName>> = {
+const SCHEMA: Readonly<Record<Exclude<AutoRecordKind, "stages" | "guardian_failure">, SchemaName>> = {
   run: "auto-run",
   candidate: "candidate",
   snapshot: "evidence-snapshot",
@@ -56,6 +62,7 @@ const SCHEMA: Readonly<Record<Exclude<AutoRecordKind, "stages">, SchemaName>> = 
   repair: "repair-run",
   terminal: "terminal-record",
   ledger: "budget-ledger",
+  guardian: "guardian-assessment",
 };
 
 const EVENT_SCHEMA: Readonly<Record<string, SchemaName>> = {
@@ -99,6 +106,7 @@ export interface RecordFact {
  */
 export function checkRecord(kind: AutoRecordKind, record: unknown): string | null {
   if (kind === "stages") return checkRunStages(record);
+  if (kind === "guardian_failure") return checkGuardianFailure(record);
   const result = validate(SCHEMA[kind], record);
   return result.ok ? null : `${kind}: ${result.errors.map((e) => `${e.pointer} ${e.message}`).join("; ")}`;
 }
@@ -192,10 +200,13 @@ export interface StepRecord {
    * - `turn`: a model turn ended (its token usage, and whether it made Artifact progress);
    * - `admitted`: an action passed admission and policy and is about to run (nothing ran yet);
    * - `executed`: the host ran the admitted action of the same `action_ordinal`;
-   * - `refused`: an action was refused and did not run; `terminal` is the run's terminal reason;
+   * - `refused`: an action was refused and did not run; `terminal` is the run's terminal reason
+   *   (null when the Guardian stopped the run: `blocked_by_guardian`);
+   * - `denied`: the Guardian denied an ask recoverably (Stage 7): nothing ran, its rationale goes
+   *   back to the Agent and the run goes on;
    * - `max_turns`: the Engine reported its own turn limit exhausted.
    */
-  readonly phase: "turn" | "admitted" | "executed" | "refused" | "max_turns";
+  readonly phase: "turn" | "admitted" | "executed" | "refused" | "denied" | "max_turns";
   readonly committed_at: string;
   readonly usage: { readonly input_tokens: number; readonly output_tokens: number } | null;
   readonly progress: boolean | null;
@@ -219,9 +230,57 @@ export interface StepRecord {
     readonly exit_code: number | null;
   } | null;
   readonly ledger: BudgetLedger;
+  /**
+   * The Guardian's review of this step's `ask` (Stages 6 and 7), committed in the same append;
+   * absent or null when no Guardian was asked (steps recorded before Stages 6 and 7 lack it).
+   */
+  readonly guardian?: StepGuardian | null;
 }
 
-const PHASES = ["turn", "admitted", "executed", "refused", "max_turns"];
+/** What a step records of the Guardian's review of its ask ({@link StepRecord.guardian}). */
+export interface StepGuardian {
+  /** `shadow`: Stage 6 advice, resolving nothing; `enforce`: Stage 7 with auto_review. */
+  readonly mode: "shadow" | "enforce";
+  /** The assessment's `assessment_id`, or the failure record's `failure_id`. */
+  readonly record_id: string;
+  readonly audit_id: string;
+  /** The Guardian's decision, or null when it gave none (a failure record). */
+  readonly decision: "allow" | "deny" | null;
+  /** The one-shot capability this admitted step consumes (an enforced allow only), else null. */
+  readonly capability_id: string | null;
+  /**
+   * The Agent proposed an exact action (the same canonical digest) the Guardian already denied in
+   * this run: the host did not ask again; `record_id` is the earlier denial's, and the step
+   * commits no audit of its own.
+   */
+  readonly repeat: boolean;
+}
+
+/**
+ * The permission-review audit a step commits with it (ADR 0010 §1): the assessment or failure
+ * record and its `auto_audit_started` / `auto_audit_completed` events.
+ */
+export interface StepAudit {
+  readonly record:
+    | { readonly kind: "guardian"; readonly record: GuardianAssessment }
+    | { readonly kind: "guardian_failure"; readonly record: GuardianFailure };
+  readonly started: AutoEvent;
+  readonly completed: AutoEvent;
+}
+
+/** The id of a run's step `ordinal` (what a Guardian's `ask_decision_id` names). Pure. */
+export function stepIdOf(runId: string, ordinal: number): string {
+  return `step:${runId.slice(7)}:${ordinal}`;
+}
+
+/** The fact log state key a consumed one-shot capability holds (one entry: its one use). */
+export function capabilityStateKey(capabilityId: string): string {
+  return `auto.capability:${capabilityId}`;
+}
+
+const PHASES = ["turn", "admitted", "executed", "refused", "denied", "max_turns"];
+const STEP_KEYS = "action,committed_at,ledger,ordinal,phase,progress,refusal,result,run,turns,usage";
+const STEP_KEYS_GUARDIAN = "action,committed_at,guardian,ledger,ordinal,phase,progress,refusal,result,run,turns,usage";
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const isCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
 
@@ -230,9 +289,7 @@ export function checkStepRecord(record: unknown): string | null {
   const r = record as Partial<StepRecord> | null;
   if (typeof r !== "object" || r === null) return "step: not an object";
   const keys = Object.keys(r).sort().join(",");
-  if (keys !== "action,committed_at,ledger,ordinal,phase,progress,refusal,result,run,turns,usage") {
-    return `step: fields ${keys}`;
-  }
+  if (keys !== STEP_KEYS && keys !== STEP_KEYS_GUARDIAN) return `step: fields ${keys}`;
   if (!PHASES.includes(r.phase as string)) return "step: unknown phase";
   if (!Number.isSafeInteger(r.ordinal) || (r.ordinal as number) < 1) return "step: bad ordinal";
   if (typeof r.committed_at !== "string" || Number.isNaN(Date.parse(r.committed_at))) return "step: bad committed_at";
@@ -255,7 +312,7 @@ export function checkStepRecord(record: unknown): string | null {
       return "step: bad classification";
     }
   }
-  const needsAction = r.phase === "admitted" || r.phase === "executed";
+  const needsAction = r.phase === "admitted" || r.phase === "executed" || r.phase === "denied";
   if (needsAction && a === null) return `step: ${r.phase} without its action`;
   if (r.phase === "turn") {
     const u = r.usage;
@@ -265,8 +322,26 @@ export function checkStepRecord(record: unknown): string | null {
     if (typeof r.progress !== "boolean") return "step: turn without progress";
   } else if (r.usage !== null || r.progress !== null) return "step: usage outside a turn";
   if (r.phase === "max_turns" ? !isCount(r.turns) : r.turns !== null) return "step: turns only on max_turns";
+  const g = r.guardian ?? null;
+  if (g !== null) {
+    if (
+      typeof g !== "object" ||
+      Object.keys(g).sort().join(",") !== "audit_id,capability_id,decision,mode,record_id,repeat" ||
+      typeof g.repeat !== "boolean" ||
+      (g.repeat && (g.decision !== "deny" || g.capability_id !== null)) ||
+      !["shadow", "enforce"].includes(g.mode) ||
+      ![null, "allow", "deny"].includes(g.decision) ||
+      typeof g.record_id !== "string" ||
+      typeof g.audit_id !== "string" ||
+      (g.capability_id !== null && typeof g.capability_id !== "string")
+    ) {
+      return "step: bad guardian";
+    }
+    if (a === null) return "step: a Guardian review without its action";
+  }
+  if (r.phase === "denied" && g?.decision !== "deny") return "step: denied without the Guardian's deny";
   const f = r.refusal;
-  if (r.phase === "refused") {
+  if (r.phase === "refused" || r.phase === "denied") {
     if (
       f === null ||
       typeof f !== "object" ||
@@ -276,7 +351,7 @@ export function checkStepRecord(record: unknown): string | null {
     ) {
       return "step: refused without its refusal";
     }
-  } else if (f !== null) return "step: a refusal outside a refused step";
+  } else if (f !== null) return "step: a refusal outside a refused or denied step";
   const res = r.result;
   if (r.phase === "executed") {
     if (
@@ -295,27 +370,65 @@ export function checkStepRecord(record: unknown): string | null {
 /**
  * Commit one mediated step (one synced append, indexed by the run id). Resolves only once durable:
  * an action runs only after its `admitted` step committed, and a refusal counts only once its
- * audit committed.
+ * audit committed. With `audit` (a Guardian's review of the step's ask, ADR 0010 §1) the record
+ * and its two permission-review events commit in the same append, before the step:
+ * `[auto_audit_started, record, auto_audit_completed, step]`. A step that consumes a one-shot
+ * capability is a compare-and-swap on {@link capabilityStateKey} having no entry: a reuse, or a
+ * second writer consuming it concurrently, writes nothing.
  *
  * @throws AutoModeError `ASP_AUTO_MODE_INVALID_RECORD` (nothing written), `ASP_AUTO_MODE_PERSIST_FAILED`
- *   (category `integrity`) when the append did not commit.
+ *   (category `integrity`) when the append did not commit. EvidenceError
+ *   `ASP_EVIDENCE_CONDITION_FAILED` when the capability was already consumed (nothing written).
  */
-export async function commitStep(log: FactLog, runId: string, record: StepRecord): Promise<void> {
+export async function commitStep(log: FactLog, runId: string, record: StepRecord, audit?: StepAudit): Promise<void> {
+  const problems: string[] = [];
   const problem = checkStepRecord(record);
-  if (problem !== null) {
+  if (problem !== null) problems.push(problem);
+  const g = record.guardian ?? null;
+  // A Guardian's review commits its audit with the step; a repeat of a denied action names the earlier one.
+  if ((g === null || g.repeat) !== (audit === undefined))
+    problems.push("step: a Guardian review without its audit, or the reverse");
+  if (audit !== undefined) {
+    const rp = checkRecord(audit.record.kind, audit.record.record);
+    if (rp !== null) problems.push(rp);
+    for (const ev of [audit.started, audit.completed]) {
+      const ep = checkEvent(ev);
+      if (ep !== null) problems.push(ep);
+    }
+  }
+  if (problems.length > 0) {
     throw new AutoModeError("ASP_AUTO_MODE_INVALID_RECORD", "a step record does not validate; nothing written", {
-      data: { problems: [problem] },
+      data: { problems: problems.slice(0, 5) },
     });
   }
-  try {
-    await log.append([
+  const index = [{ name: RUN_ID_INDEX, value: runId }];
+  const capability = g?.capability_id ?? null;
+  const facts: FactInput[] = [];
+  if (audit !== undefined) {
+    facts.push(
+      { kind: AUTO_FACT_KINDS.event, record: audit.started, index },
       {
-        kind: AUTO_STEP_KIND,
-        record: { step_id: `step:${runId.slice(7)}:${record.ordinal}`, body: record },
-        index: [{ name: RUN_ID_INDEX, value: runId }],
+        kind: AUTO_FACT_KINDS[audit.record.kind],
+        record: { event_id: audit.completed.event_id, body: audit.record.record } satisfies RecordFact,
+        index,
       },
-    ]);
+      { kind: AUTO_FACT_KINDS.event, record: audit.completed, index },
+    );
+  }
+  facts.push({
+    kind: AUTO_STEP_KIND,
+    record: { step_id: stepIdOf(runId, record.ordinal), body: record },
+    index,
+    ...(capability === null ? {} : { state: [capabilityStateKey(capability)] }),
+  });
+  try {
+    await log.append(
+      facts,
+      capability === null ? {} : { expect: [{ key: capabilityStateKey(capability), seq: null }] },
+    );
   } catch (cause) {
+    // A consumed capability is refused, not a persistence failure: nothing was written.
+    if ((cause as { code?: unknown }).code === "ASP_EVIDENCE_CONDITION_FAILED") throw cause;
     throw new AutoModeError("ASP_AUTO_MODE_PERSIST_FAILED", "the step audit did not commit", {
       category: "integrity",
       cause,

@@ -5,6 +5,7 @@ import {
   RISK_LEVELS,
   type RiskLevel,
   type RunIdentity,
+  type Verifier,
   validate,
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
@@ -180,6 +181,30 @@ export function createRulesGuardian(options: {
 }
 
 /**
+ * A Guardian over a verifier port with capability `guardian` (the OpenAI-compatible verifier in
+ * the Guardian role): the request goes as the port's `subject` (data, never instructions) with the
+ * action digest and class beside it, and the answer is read like any Guardian's
+ * ({@link parseGuardianAnswer}): a reply that is not a Guardian answer is invalid output.
+ */
+export function guardianFromVerifier(verifier: Pick<Verifier, "verify">, identity: Guardian["identity"]): Guardian {
+  return {
+    identity: { prompt_version: identity.prompt_version, model_version: identity.model_version },
+    async assess(request, signal) {
+      const reply = await verifier.verify({
+        kind: "guardian",
+        actionDigest: request.action.action_digest,
+        actionClass: request.action.action_class,
+        subject: request,
+        signal,
+      });
+      if (reply?.kind !== "guardian") return reply;
+      const { decision, risk, recoverable, rationale } = reply;
+      return { decision, risk, recoverable, rationale };
+    },
+  };
+}
+
+/**
  * The immutable request of one permission-review audit and its subject bindings: what its
  * `audit_request_digest` covers (the ask decision, the exact action digest, the policy, prompt and
  * model versions), never the answer.
@@ -224,9 +249,67 @@ export function permissionRequestDigest(request: PermissionAuditRequest): Digest
 }
 
 /**
+ * The assessment a permission-review `auto_audit_completed` carries (attempt 1: a Guardian is
+ * asked once per ask decision): the request digest, the subject, and either the answer with its
+ * capability or the failure. `assessment_digest` is the canonical digest of exactly this (the same
+ * rule as a result review's, `assessmentDigest`), so the completion re-hashes.
+ */
+export interface PermissionAssessment {
+  readonly audit_request_digest: string;
+  readonly subject_kind: "permission_review";
+  readonly subject_entity_kind: "approval_action";
+  readonly subject_id: string;
+  readonly attempt: 1;
+  readonly decision: GuardianDecision | null;
+  readonly risk: RiskLevel | null;
+  readonly recoverable: boolean;
+  readonly rationale: string | null;
+  readonly capability: GuardianAssessment["capability"];
+  readonly failure: { readonly outcome: GuardianFailureOutcome; readonly detail: string } | null;
+}
+
+/** The {@link PermissionAssessment} of an answer (with its capability) or of a failure. Pure. */
+export function permissionAssessment(
+  audit: PermissionAuditRequest,
+  requestDigest: string,
+  result:
+    | { readonly answer: GuardianAnswer; readonly capability: GuardianAssessment["capability"] }
+    | { readonly failure: { readonly outcome: GuardianFailureOutcome; readonly detail: string } },
+): PermissionAssessment {
+  const subject = {
+    audit_request_digest: requestDigest,
+    subject_kind: "permission_review" as const,
+    subject_entity_kind: "approval_action" as const,
+    subject_id: audit.subject_id,
+    attempt: 1 as const,
+  };
+  if ("failure" in result) {
+    return {
+      ...subject,
+      decision: null,
+      risk: null,
+      recoverable: false,
+      rationale: null,
+      capability: null,
+      failure: { outcome: result.failure.outcome, detail: result.failure.detail },
+    };
+  }
+  const { answer, capability } = result;
+  return {
+    ...subject,
+    decision: answer.decision,
+    risk: answer.risk,
+    recoverable: answer.recoverable,
+    rationale: answer.rationale,
+    capability,
+    failure: null,
+  };
+}
+
+/**
  * Build the durable {@link GuardianAssessment} of one answer, its `assessment_digest` over the
- * request digest, subject, decision, risk, recoverability, rationale and capability (a different
- * meaning from the request digest). An allow carries a one-shot capability bound to the exact
+ * {@link PermissionAssessment} (request digest, subject, decision, risk, recoverability, rationale
+ * and capability: a different meaning from the request digest). An allow carries a one-shot capability bound to the exact
  * action digest, the run's generation and an expiry only when `enforce` (Stage 7 with
  * auto_review); shadow advice (Stage 6) and every deny carry none.
  *
@@ -256,15 +339,7 @@ export function guardianAssessment(input: {
       : null;
   const assessmentDigest = digest({
     type: "auto-audit-assessment",
-    audit_request_digest: requestDigest,
-    subject_kind: audit.subject_kind,
-    subject_entity_kind: audit.subject_entity_kind,
-    subject_id: audit.subject_id,
-    decision: answer.decision,
-    risk: answer.risk,
-    recoverable: answer.recoverable,
-    rationale: answer.rationale,
-    capability,
+    ...permissionAssessment(audit, requestDigest, { answer, capability }),
   });
   const record: GuardianAssessment = {
     assessment_id: input.assessmentId,
@@ -339,5 +414,148 @@ export function checkGuardianAssessment(a: GuardianAssessment): string | null {
     return "its capability id does not re-derive";
   if (a.capability !== null && a.capability.action_digest !== a.action_digest)
     return "its capability is bound to another action";
+  return null;
+}
+
+/**
+ * Why a Guardian gave no answer: it did not answer within `guardian_timeout_s`; its answer was not
+ * one a Guardian may give; or the call failed (a thrown error, a lost session).
+ */
+export type GuardianFailureOutcome = "timeout" | "invalid_output" | "guardian_failed";
+
+/**
+ * The durable Guardian-failure record (fact kind `auto.guardian_failure`): the contract's
+ * alternative to an assessment for `blocked_by_guardian`, bound like one to the ask decision, the
+ * exact action digest and the versions. Never an allow.
+ */
+export interface GuardianFailure {
+  readonly failure_id: string;
+  readonly run: RunIdentity;
+  readonly ask_decision_id: string;
+  readonly action_digest: string;
+  readonly action_class: string;
+  readonly outcome: GuardianFailureOutcome;
+  /** What went wrong, bounded (never the Guardian's raw output). */
+  readonly detail: string;
+  readonly policy_version: string;
+  readonly prompt_version: string;
+  readonly model_version: string;
+  readonly audit_id: string;
+  readonly audit_request_digest: string;
+  readonly assessment_digest: string;
+  readonly decided_at: string;
+}
+
+const FAILURE_OUTCOMES: ReadonlyArray<GuardianFailureOutcome> = ["timeout", "invalid_output", "guardian_failed"];
+
+/** Build the {@link GuardianFailure} of an ask the Guardian did not answer. Pure. */
+export function guardianFailure(input: {
+  readonly failureId: string;
+  readonly audit: PermissionAuditRequest;
+  readonly outcome: GuardianFailureOutcome;
+  readonly detail: string;
+  readonly decidedAt: string;
+}): GuardianFailure {
+  const { audit } = input;
+  const requestDigest = permissionRequestDigest(audit);
+  const detail = String(input.detail).slice(0, 500);
+  return {
+    failure_id: input.failureId,
+    run: audit.run,
+    ask_decision_id: audit.subject_id,
+    action_digest: audit.action_digest,
+    action_class: audit.action_class,
+    outcome: input.outcome,
+    detail,
+    policy_version: audit.policy_version,
+    prompt_version: audit.prompt_version,
+    model_version: audit.model_version,
+    audit_id: audit.audit_id,
+    audit_request_digest: requestDigest,
+    assessment_digest: digest({
+      type: "auto-audit-assessment",
+      ...permissionAssessment(audit, requestDigest, { failure: { outcome: input.outcome, detail } }),
+    }),
+    decided_at: input.decidedAt,
+  };
+}
+
+/** The permission-review audit request a committed assessment or failure record names. Pure. */
+export function auditRequestOf(r: GuardianAssessment | GuardianFailure): PermissionAuditRequest {
+  return {
+    audit_id: r.audit_id,
+    subject_kind: "permission_review",
+    subject_entity_kind: "approval_action",
+    subject_id: r.ask_decision_id,
+    run: r.run,
+    action_digest: r.action_digest,
+    action_class: r.action_class,
+    policy_version: r.policy_version,
+    prompt_version: r.prompt_version,
+    model_version: r.model_version,
+  };
+}
+
+/**
+ * The {@link PermissionAssessment} a committed record re-derives to (what its
+ * `auto_audit_completed` must carry). Pure.
+ */
+export function permissionAssessmentOf(r: GuardianAssessment | GuardianFailure): PermissionAssessment {
+  const audit = auditRequestOf(r);
+  return "failure_id" in r
+    ? permissionAssessment(audit, r.audit_request_digest, { failure: { outcome: r.outcome, detail: r.detail } })
+    : permissionAssessment(audit, r.audit_request_digest, {
+        answer: { decision: r.decision, risk: r.risk, recoverable: r.recoverable, rationale: r.rationale },
+        capability: r.capability,
+      });
+}
+
+const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * Check a {@link GuardianFailure} record: its closed shape, and both digests re-derive from its
+ * own fields. Null when it holds, else the problem. Pure.
+ */
+export function checkGuardianFailure(record: unknown): string | null {
+  const r = record as Partial<GuardianFailure> | null;
+  if (typeof r !== "object" || r === null) return "guardian_failure: not an object";
+  const keys = Object.keys(r).sort().join(",");
+  const want =
+    "action_class,action_digest,ask_decision_id,assessment_digest,audit_id,audit_request_digest,decided_at,detail,failure_id,model_version,outcome,policy_version,prompt_version,run";
+  if (keys !== want) return `guardian_failure: fields ${keys}`;
+  for (const k of [
+    "failure_id",
+    "ask_decision_id",
+    "action_class",
+    "policy_version",
+    "prompt_version",
+    "model_version",
+    "audit_id",
+  ] as const) {
+    if (typeof r[k] !== "string" || r[k] === "" || (r[k] as string).length > 256) return `guardian_failure: bad ${k}`;
+  }
+  for (const k of ["action_digest", "audit_request_digest", "assessment_digest"] as const) {
+    if (!DIGEST_RE.test(String(r[k]))) return `guardian_failure: bad ${k}`;
+  }
+  if (!FAILURE_OUTCOMES.includes(r.outcome as GuardianFailureOutcome)) return "guardian_failure: unknown outcome";
+  if (typeof r.detail !== "string" || r.detail.length > 500) return "guardian_failure: bad detail";
+  if (typeof r.decided_at !== "string" || Number.isNaN(Date.parse(r.decided_at)))
+    return "guardian_failure: bad decided_at";
+  if (typeof r.run !== "object" || r.run === null) return "guardian_failure: bad run";
+  let again: GuardianFailure;
+  try {
+    again = guardianFailure({
+      failureId: r.failure_id as string,
+      audit: auditRequestOf(r as GuardianFailure),
+      outcome: r.outcome as GuardianFailureOutcome,
+      detail: r.detail,
+      decidedAt: r.decided_at,
+    });
+  } catch {
+    return "guardian_failure: it has no canonical form";
+  }
+  if (again.audit_request_digest !== r.audit_request_digest)
+    return "guardian_failure: audit_request_digest does not re-derive";
+  if (again.assessment_digest !== r.assessment_digest) return "guardian_failure: assessment_digest does not re-derive";
   return null;
 }

@@ -26,10 +26,20 @@ export {
   auditStartedEvent,
   checkAuditCompletion,
 } from "./audit.js";
-export type { AutoEvent, AutoRecordKind, RecordFact, StepRecord, Transition, TransitionRecord } from "./durable.js";
+export type {
+  AutoEvent,
+  AutoRecordKind,
+  RecordFact,
+  StepAudit,
+  StepGuardian,
+  StepRecord,
+  Transition,
+  TransitionRecord,
+} from "./durable.js";
 export {
   AUTO_FACT_KINDS,
   AUTO_STEP_KIND,
+  capabilityStateKey,
   checkEvent,
   checkRecord,
   checkStepRecord,
@@ -38,6 +48,7 @@ export {
   RUN_ID_INDEX,
   readRunFacts,
   runStateKey,
+  stepIdOf,
 } from "./durable.js";
 export type {
   ActorIdentity,
@@ -62,17 +73,26 @@ export {
 export type {
   Guardian,
   GuardianAnswer,
+  GuardianFailure,
+  GuardianFailureOutcome,
   GuardianRequest,
   GuardianRule,
+  PermissionAssessment,
   PermissionAuditRequest,
 } from "./guardian.js";
 export {
   actionClassOf,
+  auditRequestOf,
   checkGuardianAssessment,
+  checkGuardianFailure,
   createRulesGuardian,
   guardianAssessment,
+  guardianFailure,
+  guardianFromVerifier,
   guardianRequestOf,
   parseGuardianAnswer,
+  permissionAssessment,
+  permissionAssessmentOf,
   permissionAuditRequest,
   permissionRequestDigest,
 } from "./guardian.js";
@@ -90,6 +110,11 @@ export {
 export type { MachineFact, MachineInput, MachineTransition, RunPhase, RunReplay } from "./machine.js";
 export { nextPhase, RUN_MACHINE, replayRun, transitionOf } from "./machine.js";
 export { CHANGES_REF } from "./modules/candidate.js";
+export {
+  GUARDIAN_REFUSAL_CODES,
+  type GuardianDecisionView,
+  type PermissionResolvedEvent,
+} from "./modules/guardian.js";
 export {
   CHECKPOINT_REF,
   type FindingStatusView,
@@ -118,10 +143,11 @@ export type {
   TerminalOutcome,
 } from "./runner.js";
 export { buildTerminalRecord, createAutoRunner } from "./runner.js";
-export type { ResultReviewStage, RunStages, RuntimeStageFlag } from "./stages.js";
+export type { GuardianMode, ResultReviewStage, RunStages, RuntimeStageFlag } from "./stages.js";
 export {
   assertBuiltStages,
   checkRunStages,
+  guardianMode,
   RUNTIME_STAGE_FLAGS,
   resultReviewStage,
   runtimeStageFlags,

@@ -4,6 +4,7 @@ import { AutoModeError } from "./errors.js";
 import { ACTION_ROWS } from "./modules/actions.js";
 import { CANDIDATE_ROWS } from "./modules/candidate.js";
 import { ENGINE_ROWS } from "./modules/engine.js";
+import { GUARDIAN_ROWS } from "./modules/guardian.js";
 import { REPAIR_ROWS } from "./modules/repair.js";
 import { REVIEW_ROWS } from "./modules/review.js";
 import { STORAGE_ROWS } from "./modules/storage.js";
@@ -44,7 +45,7 @@ export type MachineInput = AutoEventType | `step:${StepRecord["phase"]}`;
  * `module` is the stage module that adds the row; `test` names the test that covers it.
  */
 export interface MachineTransition {
-  readonly module: "storage" | "engine" | "actions" | "candidate" | "review" | "repair" | "terminal";
+  readonly module: "storage" | "engine" | "actions" | "guardian" | "candidate" | "review" | "repair" | "terminal";
   /** The stage whose module adds the row (Stage 2 for the run itself). */
   readonly stage: StageFlag;
   readonly from: RunPhase;
@@ -66,6 +67,7 @@ export const RUN_MACHINE: ReadonlyArray<MachineTransition> = Object.freeze(
     ...STORAGE_ROWS,
     ...ENGINE_ROWS,
     ...ACTION_ROWS,
+    ...GUARDIAN_ROWS,
     ...CANDIDATE_ROWS,
     ...REVIEW_ROWS,
     ...REPAIR_ROWS,

@@ -21,6 +21,7 @@ import { proveSteps } from "./modules/actions.js";
 import { proveCandidates } from "./modules/candidate.js";
 import { proveLedger } from "./modules/engine.js";
 import { type ProjectionInput, readFacts } from "./modules/facts.js";
+import { type GuardianDecisionView, proveGuardian } from "./modules/guardian.js";
 import { type FindingStatusView, findingStatuses, proveRepairs, proveRepairTerminal } from "./modules/repair.js";
 import { proveReviews } from "./modules/review.js";
 import { proveStorage } from "./modules/storage.js";
@@ -28,6 +29,7 @@ import { proveTerminal } from "./modules/terminal.js";
 import type { ResultReviewStage } from "./stages.js";
 
 export type { ProjectionFact, ProjectionInput } from "./modules/facts.js";
+export type { GuardianDecisionView } from "./modules/guardian.js";
 
 /** The one projection of an Auto Run (CLI, reopen, server): what may be shown, from durable records only. */
 export interface AutoRunProjection {
@@ -69,6 +71,13 @@ export interface AutoRunProjection {
   readonly label: string;
   /** The run's mediated steps (turns, admitted / executed / refused actions), in commit order. */
   readonly steps: ReadonlyArray<StepRecord>;
+  /**
+   * Who resolved `ask` decisions in this run (`off`, Stage 6 `shadow`, Stage 7 `enforce`); null
+   * when failed closed.
+   */
+  readonly guardian: "off" | "shadow" | "enforce" | null;
+  /** The Guardian's decisions (Stages 6 and 7), each proved against the step recording its ask. */
+  readonly guardian_decisions: ReadonlyArray<GuardianDecisionView>;
   /** The budget ledger as last committed (null when failed closed or none). */
   readonly ledger: BudgetLedger | null;
   /** The run machine's phase the committed facts prove ({@link replayRun}); null when failed closed. */
@@ -107,6 +116,8 @@ function failClosed(input: ProjectionInput, run: RunIdentity | null, problems: s
     terminal: null,
     label: TERMINAL_USER_TRUTH.safety_boundary,
     steps: [],
+    guardian: null,
+    guardian_decisions: [],
     ledger: null,
     phase: null,
     problems,
@@ -138,6 +149,7 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
   const repairs = proveRepairs(facts, base, cands, reviews, bad);
   proveRepairTerminal(facts, base, reviews, repairs, terminalRec, bad);
   proveSteps(facts, base, terminalRec?.seq, bad);
+  const guardianDecisions = proveGuardian(facts, base, bad);
   proveLedger(facts, base, bad);
   const { run, first } = base;
   const review = base.review;
@@ -197,6 +209,8 @@ export function projectAutoRun(input: ProjectionInput): AutoRunProjection {
       latest === undefined ? "Started · no candidate" : CANDIDATE_USER_TRUTH,
     ),
     steps: steps.map((st) => st.body),
+    guardian: base.guardian,
+    guardian_decisions: guardianDecisions,
     ledger: (recs.ledger[recs.ledger.length - 1]?.body as BudgetLedger | undefined) ?? null,
     phase: replay.phase,
     problems: [],
@@ -208,6 +222,12 @@ function labelOf(terminal: TerminalRecord | null, lastStep: StepRecord | undefin
   if (terminal === null) return truthNow;
   const truth = terminal.user_truth;
   if (terminal.terminal_reason === "budget_exhausted") return `${truth} · ${String(terminal.exhausted_limit)}`;
+  if (terminal.state === "blocked_by_guardian") {
+    // The safe reason category and the unexecuted action class, never the refused side effect.
+    const a = lastStep?.action;
+    const why = terminal.stop_reason === "loop_detected" ? "Loop detected" : (lastStep?.refusal?.code ?? "");
+    return `${truth} · ${why}${a === null || a === undefined ? "" : ` · not run: ${a.tool === "run_command" && a.target !== null ? `run_command:${a.target}` : a.tool}`}`;
+  }
   if (terminal.stop_reason === "loop_detected") return `${truth} · Loop detected`;
   if (terminal.stop_reason === "budget_exhausted")
     return `${truth} · budget exhausted: ${String(terminal.exhausted_limit)}`;

@@ -5,6 +5,7 @@ import type { ActionWorkspace, PermissionClassifier } from "./actions.js";
 import { type AutoEvent, readRunFacts, type StepRecord } from "./durable.js";
 import type { ActorIdentity, Engine } from "./engine.js";
 import { AutoModeError } from "./errors.js";
+import type { Guardian } from "./guardian.js";
 import { checkRun, runIdOf } from "./identity.js";
 import { commitCandidate, type Produced } from "./modules/candidate.js";
 import { driveEngine } from "./modules/engine.js";
@@ -15,7 +16,7 @@ import { type AutoRunProjection, loadAutoRunProjection } from "./projection.js";
 import type { ReviewerPort } from "./review.js";
 import type { TerminalOutcome } from "./run/context.js";
 import { RunDriver } from "./run/driver.js";
-import { assertBuiltStages } from "./stages.js";
+import { assertBuiltStages, guardianMode, runtimeStageFlags } from "./stages.js";
 
 export type { RepairOptions } from "./modules/repair.js";
 export { buildTerminalRecord } from "./modules/terminal.js";
@@ -55,6 +56,13 @@ export interface AutoRunnerOptions {
    */
   readonly permissions?: PermissionClassifier;
   /**
+   * The Guardian (Stages 6 and 7, ADR 0010): only an `ask` of deterministic policy reaches it.
+   * Stage 6 records its advice and resolves nothing; Stage 7 with `approvals_reviewer=auto_review`
+   * lets it resolve the ask (a one-shot, exact-action allow, or a deny). Required when either
+   * applies to a run; {@link createRulesGuardian} is the deterministic one.
+   */
+  readonly guardian?: Guardian;
+  /**
    * Timers the wall-time deadline is armed with (default: the global ones, unref'd). Tests inject
    * them together with `clock`, so a deadline never depends on how busy the machine is.
    */
@@ -65,7 +73,11 @@ export interface AutoRunnerOptions {
    * delivery that throws may have delivered: the run ends `outcome_unknown`, never Verified.
    */
   readonly deliver?: (candidate: Candidate, payload: Uint8Array) => Promise<Uint8Array>;
-  /** Notified with each event after its transition committed (never before, never on failure). */
+  /**
+   * Notified with each event after its transition committed (never before, never on failure), and
+   * under Stage 7 with the host's `permission_resolved` (`resolution_actor`, `audit_id`) once the
+   * Guardian's decision and its permission audit committed.
+   */
   readonly onEvent?: (event: AutoEvent) => void;
   /** Notified with each mediated step after it committed (turns, admitted / executed / refused actions). */
   readonly onStep?: (step: StepRecord) => void;
@@ -169,6 +181,14 @@ export function createAutoRunner(options: AutoRunnerOptions): AutoRunner {
         );
       }
       checkRepairOptions(options, params);
+      const mode = guardianMode({ flags: runtimeStageFlags(options.flags) }, params.selection);
+      if (mode !== "off" && typeof options.guardian?.assess !== "function") {
+        throw new AutoModeError(
+          "ASP_AUTO_MODE_INVALID_OPTION",
+          `${mode === "shadow" ? "stage6_guardian_shadow" : "stage7_guardian_enforcement with approvals_reviewer=auto_review"} needs a Guardian (options.guardian, e.g. createRulesGuardian): attach one or turn the stage off`,
+          { data: { key: "guardian" } },
+        );
+      }
       if (options.workspace !== undefined && !isBudgetActive("wall_time_s", options.flags)) {
         // An Engine with tools must be bounded by the host: without a stage owning the wall-time
         // budget nothing would end a run whose Engine never stops.

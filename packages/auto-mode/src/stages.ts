@@ -2,7 +2,7 @@ import { type RunIdentity, STAGE_FLAGS } from "@asp/contracts";
 import { type AutoModeSelection, BUILT_STAGES, type StageFlags } from "@asp/rollout";
 import { AutoModeError } from "./errors.js";
 
-/** The rollout flags the Auto Run runtime consumes (Stages 2–5, 8 and 9), each on its own. */
+/** The rollout flags the Auto Run runtime consumes (Stages 2–9), each on its own. */
 export const RUNTIME_STAGE_FLAGS = Object.freeze([
   "stage2_auto_run_storage",
   "stage3_scientific_review_shadow",
@@ -10,16 +10,19 @@ export const RUNTIME_STAGE_FLAGS = Object.freeze([
   "stage8_loop_circuits",
   "stage5_auto_repair",
   "stage9_safe_repair_checkpoint",
+  "stage6_guardian_shadow",
+  "stage7_guardian_enforcement",
 ] as const);
 
 /**
  * The runtime flags runs froze before later stages were built: the first three (before Stage 8),
- * then the first four (before Stages 5 and 9). A record with one of these key sets is still valid;
- * the flags it lacks were off.
+ * the first four (before Stages 5 and 9), the first six (before Stages 6 and 7). A record with one
+ * of these key sets is still valid; the flags it lacks were off.
  */
 const EARLIER_FLAG_SETS: ReadonlyArray<ReadonlyArray<string>> = [
   RUNTIME_STAGE_FLAGS.slice(0, 3),
   RUNTIME_STAGE_FLAGS.slice(0, 4),
+  RUNTIME_STAGE_FLAGS.slice(0, 6),
 ];
 
 /** A frozen runtime flag, false when the run froze its stages before the flag existed. Pure. */
@@ -43,6 +46,26 @@ export function assertBuiltStages(flags: Pick<StageFlags, "isEnabled">): void {
       { data: { stages: unbuilt, built: [...BUILT_STAGES] } },
     );
   }
+}
+
+/**
+ * Who resolves a deterministic `ask` in a run (ADR 0010):
+ * - `off`: nobody: the ask is refused headless, attributed to policy;
+ * - `shadow`: Stage 6 (without Stage 7 enforcing): the Guardian's advice is recorded and the ask
+ *   is still refused headless, exactly as without it;
+ * - `enforce`: Stage 7 with `approvals_reviewer=auto_review`: the Guardian resolves the ask (a
+ *   one-shot allow, or a deny).
+ */
+export type GuardianMode = "off" | "shadow" | "enforce";
+
+/** The {@link GuardianMode} of a run's frozen stages and selection. Pure. */
+export function guardianMode(
+  stages: Pick<RunStages, "flags">,
+  selection: Pick<AutoModeSelection, "approvals_reviewer">,
+): GuardianMode {
+  if (frozenFlag(stages, "stage7_guardian_enforcement") && selection.approvals_reviewer === "auto_review")
+    return "enforce";
+  return frozenFlag(stages, "stage6_guardian_shadow") ? "shadow" : "off";
 }
 
 /** One of {@link RUNTIME_STAGE_FLAGS}. */
@@ -106,7 +129,7 @@ export function checkRunStages(record: unknown): string | null {
   if (keys.join(",") !== "flags,result_review,run") return `stages: fields ${keys.join(",")}`;
   if (typeof r.run !== "object" || r.run === null) return "stages: run is not an identity";
   const flags = r.flags as Record<string, unknown> | undefined;
-  // Runs recorded before Stages 8, 5 and 9 were built froze fewer flags (EARLIER_FLAG_SETS).
+  // Runs recorded before Stages 8, 5, 9, 6 and 7 were built froze fewer flags (EARLIER_FLAG_SETS).
   const flagKeys = typeof flags === "object" && flags !== null ? Object.keys(flags).sort().join(",") : "";
   if (
     typeof flags !== "object" ||

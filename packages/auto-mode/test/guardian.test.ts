@@ -3,9 +3,12 @@ import { describe, expect, it } from "vitest";
 import {
   canonicalizeAction,
   checkGuardianAssessment,
+  checkGuardianFailure,
   createRulesGuardian,
   type GuardianRequest,
   guardianAssessment,
+  guardianFailure,
+  guardianFromVerifier,
   guardianRequestOf,
   parseGuardianAnswer,
   permissionAuditRequest,
@@ -14,8 +17,8 @@ import {
 import { RUN } from "./helpers.js";
 
 // The Guardian's pure side (issue 27 item 3, ADR 0010): what it is shown, how its answer is read,
-// the rules Guardian and the permission-review assessment with its two digests. Not yet called by
-// the run machine (Stages 6 and 7 stay refused as unbuilt).
+// the rules Guardian and the permission-review assessment with its two digests. The run machine's
+// side is guardian-run.test.ts.
 
 const signal = new AbortController().signal;
 const AT = "2026-12-07T00:00:00.000Z";
@@ -174,5 +177,54 @@ describe("the permission-review assessment", () => {
       { ...a, action_digest: `sha256:${"1".repeat(64)}` },
     ];
     for (const t of tampered) expect(checkGuardianAssessment(t), canonicalize(t)).not.toBeNull();
+  });
+});
+
+describe("a verifier in the Guardian role, and the Guardian-failure record", () => {
+  it("AM.invariants.4: guardianFromVerifier sends the host's request as data and reads only a Guardian answer", async () => {
+    const request = requestFor("write_file", { path: "docs/a.md", content: "x" });
+    const asked: unknown[] = [];
+    // A fake verifier port (fault injection: a reply of the wrong kind).
+    const port = (reply: unknown) => ({
+      verify: async (r: unknown) => {
+        asked.push(r);
+        return reply as never;
+      },
+    });
+    const ok = guardianFromVerifier(
+      port({ kind: "guardian", decision: "allow", risk: "low", recoverable: false, rationale: "fine" }),
+      { prompt_version: "p", model_version: "m" },
+    );
+    expect(parseGuardianAnswer(await ok.assess(request, signal))).toEqual({
+      decision: "allow",
+      risk: "low",
+      recoverable: false,
+      rationale: "fine",
+    });
+    expect(asked[0]).toMatchObject({
+      kind: "guardian",
+      actionDigest: request.action.action_digest,
+      actionClass: "write_file",
+      subject: request,
+    });
+    const wrong = guardianFromVerifier(port({ kind: "review", verdict: "pass", findings: [] }), ok.identity);
+    expect(parseGuardianAnswer(await wrong.assess(request, signal))).toHaveProperty("invalid");
+  });
+
+  it("AM.states.11: a failure record re-derives both digests; a changed outcome or detail does not", () => {
+    const request = requestFor("write_file", { path: "docs/a.md", content: "x" });
+    const audit = permissionAuditRequest("audit-1", request, { prompt_version: "p", model_version: "m" });
+    const f = guardianFailure({
+      failureId: "f-1",
+      audit,
+      outcome: "timeout",
+      detail: "no answer in 90 s",
+      decidedAt: AT,
+    });
+    expect(checkGuardianFailure(f)).toBeNull();
+    expect(checkGuardianFailure({ ...f, outcome: "invalid_output" })).toMatch(/assessment_digest/);
+    expect(checkGuardianFailure({ ...f, detail: "other" })).toMatch(/assessment_digest/);
+    expect(checkGuardianFailure({ ...f, policy_version: "other" })).toMatch(/audit_request_digest/);
+    expect(checkGuardianFailure({ ...f, extra: 1 })).toMatch(/fields/);
   });
 });

@@ -503,10 +503,10 @@ describe("Auto Mode I: identity and truth fixes", () => {
     });
     const make = (flags: StageFlags) => createAutoRunner({ store: t.store, engine, reviewers: [], flags });
     await expect(
-      make(on([S2, S4, "stage7_guardian_enforcement"])).run({ run: RUN, selection: REVIEW_ONLY }),
+      make(on([S2, S4, "stage10_effect_reconciliation"])).run({ run: RUN, selection: REVIEW_ONLY }),
     ).rejects.toMatchObject({
       code: "ASP_AUTO_MODE_STAGE_NOT_BUILT",
-      data: { stages: ["stage7_guardian_enforcement"] },
+      data: { stages: ["stage10_effect_reconciliation"] },
     });
     await expect(
       make(on([S2, S4])).run({ run: RUN, selection: { ...REVIEW_ONLY, result_review_mode: "auto_fix" } }),

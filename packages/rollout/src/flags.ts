@@ -35,6 +35,8 @@ export const BUILT_STAGES: ReadonlyArray<StageFlag> = Object.freeze([
   "stage3_scientific_review_shadow",
   "stage4_review_completion_gate",
   "stage5_auto_repair",
+  "stage6_guardian_shadow",
+  "stage7_guardian_enforcement",
   "stage8_loop_circuits",
   "stage9_safe_repair_checkpoint",
 ] satisfies StageFlag[]);
@@ -51,7 +53,7 @@ function checkFlagName(flag: string): asserts flag is StageFlag {
  * @example
  * ```ts
  * isStageBuilt("stage2_auto_run_storage"); // true
- * isStageBuilt("stage7_guardian_enforcement"); // false: turning it on is ASP_ROLLOUT_STAGE_NOT_BUILT
+ * isStageBuilt("stage10_effect_reconciliation"); // false: turning it on is ASP_ROLLOUT_STAGE_NOT_BUILT
  * ```
  * @throws RolloutError `ASP_ROLLOUT_UNKNOWN_KEY` for a name that is not one of the twelve flags.
  */
@@ -232,9 +234,9 @@ export function createStageFlags(on: Iterable<StageFlag>, source: ValueSource = 
 
 /**
  * Flags with any stages on, built or not. Internal: not exported from `index.ts`, so no caller
- * outside this package can reach it. Only this package's own tests use it, for code that is built
- * but belongs to an unbuilt stage (the budget meter counting Stage 5 and Stage 7 budgets, the
- * Stage 5 / Stage 9 repair admission of ADR 0006).
+ * outside this package can reach it. Only this package's own tests use it, to drive the budget
+ * meter's counting and the Stage 5 / Stage 9 repair admission of ADR 0006 without the public
+ * flag checks.
  */
 export function stageFlagsForTests(on: Iterable<StageFlag>): StageFlags {
   return withUncheckedStates(new StageFlags({}), onStates(on, BUILT_IN));

@@ -246,9 +246,8 @@ function manualClock(start = T0): Clock & { advance(seconds: number): void } {
   };
 }
 
-// The meter is built, but most budgets belong to stages that are not (5, 7): turning those on is
-// ASP_ROLLOUT_STAGE_NOT_BUILT for every caller, so these tests use the package-internal
-// stageFlagsForTests (not exported from index.ts) to drive the counting the stages will use.
+// These tests drive the meter's counting directly through the package-internal stageFlagsForTests
+// (not exported from index.ts), which turns on any stage without the public flag checks.
 function meterWith(stages: Parameters<typeof stageFlagsForTests>[0], budgets = DEFAULT_BUDGETS, clock = manualClock()) {
   return {
     clock,

@@ -87,7 +87,7 @@ describe("resolveStageFlags", () => {
     );
 
     it.each(["1", "true", "on", "yes"])("refuses every spelling of on (%j)", (raw) => {
-      expect(() => resolveStageFlags({ env: { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: raw } })).toThrowWithCode(
+      expect(() => resolveStageFlags({ env: { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: raw } })).toThrowWithCode(
         "ASP_ROLLOUT_STAGE_NOT_BUILT",
       );
     });
@@ -97,22 +97,26 @@ describe("resolveStageFlags", () => {
         resolveStageFlags({
           env: {
             OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1",
-            OPENAI4S_STAGE6_GUARDIAN_SHADOW: "1",
-            OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "yes",
+            OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "1",
+            OPENAI4S_STAGE12_RESTART_RECOVERY: "yes",
           },
-          deployment: { stage7_guardian_enforcement: true },
+          deployment: { stage11_portable_runs: true },
           deploymentOrigin: "deploy.json",
         }),
       );
-      expect(error.data).toMatchObject({ key: "OPENAI4S_STAGE6_GUARDIAN_SHADOW", stage: "stage6_guardian_shadow" });
+      expect(error.data).toMatchObject({
+        key: "OPENAI4S_STAGE10_EFFECT_RECONCILIATION",
+        stage: "stage10_effect_reconciliation",
+      });
       expect((error.data as { unbuilt: { stage: string }[] }).unbuilt.map((u) => u.stage)).toEqual([
-        "stage6_guardian_shadow",
-        "stage7_guardian_enforcement",
         "stage10_effect_reconciliation",
+        "stage11_portable_runs",
+        "stage12_restart_recovery",
       ]);
+      expect(error.message).toContain("(nor are stage11_portable_runs, stage12_restart_recovery, also turned on)");
       expect(error.message).toContain(
-        "Turn it off: unset OPENAI4S_STAGE6_GUARDIAN_SHADOW OPENAI4S_STAGE10_EFFECT_RECONCILIATION; " +
-          "remove stages.stage7_guardian_enforcement from deploy.json (or set it to false)",
+        "Turn it off: unset OPENAI4S_STAGE10_EFFECT_RECONCILIATION OPENAI4S_STAGE12_RESTART_RECOVERY; " +
+          "remove stages.stage11_portable_runs from deploy.json (or set it to false)",
       );
     });
 
@@ -133,13 +137,13 @@ describe("resolveStageFlags", () => {
     it("asks to unset the variable and remove the key when both turn it on", () => {
       const error = thrown(() =>
         resolveStageFlags({
-          env: { OPENAI4S_STAGE6_GUARDIAN_SHADOW: "1" },
-          deployment: { stage6_guardian_shadow: true },
+          env: { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "1" },
+          deployment: { stage10_effect_reconciliation: true },
         }),
       );
-      expect(error.data).toMatchObject({ key: "OPENAI4S_STAGE6_GUARDIAN_SHADOW", source: "env" });
+      expect(error.data).toMatchObject({ key: "OPENAI4S_STAGE10_EFFECT_RECONCILIATION", source: "env" });
       expect(error.message).toContain(
-        "Turn it off: unset OPENAI4S_STAGE6_GUARDIAN_SHADOW; remove stages.stage6_guardian_shadow from the deployment configuration",
+        "Turn it off: unset OPENAI4S_STAGE10_EFFECT_RECONCILIATION; remove stages.stage10_effect_reconciliation from the deployment configuration",
       );
     });
   });
@@ -150,16 +154,16 @@ describe("resolveStageFlags", () => {
       const flags = resolveStageFlags({ env, deployment: Object.fromEntries(UNBUILT.map((f) => [f, false])) });
       expect(flags.enabled()).toEqual([]);
       for (const flag of UNBUILT) expect(flags.describe(flag).source.kind).toBe("env");
-      const fromFile = resolveStageFlags({ deployment: { stage7_guardian_enforcement: false } });
-      expect(fromFile.describe("stage7_guardian_enforcement")).toMatchObject({ enabled: false });
+      const fromFile = resolveStageFlags({ deployment: { stage10_effect_reconciliation: false } });
+      expect(fromFile.describe("stage10_effect_reconciliation")).toMatchObject({ enabled: false });
     });
 
     it("accepts the file turning it on when the environment turns it off", () => {
       const flags = resolveStageFlags({
-        env: { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "off" },
-        deployment: { stage7_guardian_enforcement: true },
+        env: { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "off" },
+        deployment: { stage10_effect_reconciliation: true },
       });
-      expect(flags.isEnabled("stage7_guardian_enforcement")).toBe(false);
+      expect(flags.isEnabled("stage10_effect_reconciliation")).toBe(false);
     });
   });
 
@@ -208,18 +212,18 @@ describe("resolveStageFlags", () => {
 
     it("refuses an unbuilt stage turned on through the alias, naming the alias to unset", () => {
       const error = thrown(() =>
-        resolveStageFlags({ env: { ASP_STAGE7_GUARDIAN_ENFORCEMENT: "on" }, aliasPrefix: "ASP_" }),
+        resolveStageFlags({ env: { ASP_STAGE10_EFFECT_RECONCILIATION: "on" }, aliasPrefix: "ASP_" }),
       );
-      expect(error.data).toMatchObject({ key: "ASP_STAGE7_GUARDIAN_ENFORCEMENT", source: "env" });
-      expect(error.message).toContain("Turn it off: unset ASP_STAGE7_GUARDIAN_ENFORCEMENT");
+      expect(error.data).toMatchObject({ key: "ASP_STAGE10_EFFECT_RECONCILIATION", source: "env" });
+      expect(error.message).toContain("Turn it off: unset ASP_STAGE10_EFFECT_RECONCILIATION");
       const both = thrown(() =>
         resolveStageFlags({
-          env: { OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT: "1", ASP_STAGE7_GUARDIAN_ENFORCEMENT: "on" },
+          env: { OPENAI4S_STAGE10_EFFECT_RECONCILIATION: "1", ASP_STAGE10_EFFECT_RECONCILIATION: "on" },
           aliasPrefix: "ASP_",
         }),
       );
       expect(both.message).toContain(
-        "Turn it off: unset OPENAI4S_STAGE7_GUARDIAN_ENFORCEMENT ASP_STAGE7_GUARDIAN_ENFORCEMENT",
+        "Turn it off: unset OPENAI4S_STAGE10_EFFECT_RECONCILIATION ASP_STAGE10_EFFECT_RECONCILIATION",
       );
     });
 
@@ -250,6 +254,8 @@ describe("BUILT_STAGES and isStageBuilt", () => {
       "stage3_scientific_review_shadow",
       "stage4_review_completion_gate",
       "stage5_auto_repair",
+      "stage6_guardian_shadow",
+      "stage7_guardian_enforcement",
       "stage8_loop_circuits",
       "stage9_safe_repair_checkpoint",
     ]);

@@ -118,7 +118,7 @@ describe("resolveConfiguration", () => {
       try {
         resolveConfiguration({
           env: { OPENAI4S_STAGE2_AUTO_RUN_STORAGE: "1" },
-          deployment: { stages: { stage7_guardian_enforcement: true }, approvals_reviewer: "auto_review" },
+          deployment: { stages: { stage10_effect_reconciliation: true }, approvals_reviewer: "auto_review" },
           deploymentOrigin: "deploy.json",
         });
       } catch (e) {
@@ -127,14 +127,14 @@ describe("resolveConfiguration", () => {
       expect(error).toMatchObject({
         code: "ASP_ROLLOUT_STAGE_NOT_BUILT",
         data: {
-          key: "stages.stage7_guardian_enforcement",
+          key: "stages.stage10_effect_reconciliation",
           source: "deployment",
           origin: "deploy.json",
-          stage: "stage7_guardian_enforcement",
+          stage: "stage10_effect_reconciliation",
         },
       });
       expect((error as Error).message).toContain(
-        "Turn it off: remove stages.stage7_guardian_enforcement from deploy.json (or set it to false)",
+        "Turn it off: remove stages.stage10_effect_reconciliation from deploy.json (or set it to false)",
       );
     });
 

@@ -8,16 +8,23 @@ import {
   type CompletionArtifact,
   codeFingerprint,
   createAutoRunner,
+  createRulesGuardian,
   createScratchWorkspace,
   createScriptedEngine,
   type Engine,
   type EngineScript,
   type EngineStep,
+  type Guardian,
+  type GuardianDecisionView,
+  type GuardianRule,
+  guardianFromVerifier,
+  guardianMode,
   loadAutoRunProjection,
   modelFingerprint,
   type PermissionClassifier,
   type ReviewerPort,
   readRunFacts,
+  runtimeStageFlags,
 } from "@asp/auto-mode";
 import type { Policy } from "@asp/contracts";
 import { canonicalize, type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
@@ -33,7 +40,7 @@ import {
 import { classifyAction } from "@asp/policy";
 import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
 import { isPostgresUrl } from "@asp/store-postgres";
-import { type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
+import { assertTrustedLocations, type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -82,6 +89,7 @@ export function renderProjection(p: AutoRunProjection): string {
       `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]`,
     );
   }
+  for (const g of p.guardian_decisions) lines.push(guardianLine(g));
   if (p.label !== p.user_truth) lines.push(`label ${t(p.label)}`);
   for (const s of p.steps) {
     if (s.phase === "turn") continue;
@@ -93,12 +101,22 @@ export function renderProjection(p: AutoRunProjection): string {
   if (p.ledger !== null) {
     const turns = p.steps.filter((s) => s.phase === "turn").length;
     lines.push(
-      `ledger: ${turns} turns, ${p.ledger.consumed.extra_tokens} extra tokens, ${p.ledger.consumed.repair_rounds} repair rounds, no-progress circuit ${t(p.ledger.circuits.no_progress)}`,
+      `ledger: ${turns} turns, ${p.ledger.consumed.extra_tokens} extra tokens, ${p.ledger.consumed.repair_rounds} repair rounds, no-progress circuit ${t(p.ledger.circuits.no_progress)}${p.guardian === "enforce" ? `, ${p.ledger.consumed.guardian_consecutive_denials} consecutive Guardian denials, denial circuit ${t(p.ledger.circuits.guardian_denial)}` : ""}`,
     );
   }
   for (const problem of p.problems) lines.push(`  problem: ${t(problem)}`);
   lines.push(`asp auto show ${t(p.runId)}`);
   return lines.join("\n");
+}
+
+/** One Guardian decision: what it judged, what it decided and did, and the audit that records it. */
+function guardianLine(g: GuardianDecisionView): string {
+  const what = `${t(g.action_class)}${g.target === null ? "" : ` ${t(g.target)}`}`;
+  const decided =
+    g.decision === null ? `no decision (${t(g.failure ?? "failed")})` : `${t(g.decision)} (risk ${t(g.risk ?? "-")})`;
+  const by = g.resolution_actor === null ? "advice only (Stage 6)" : `${t(g.resolution)} by ${t(g.resolution_actor)}`;
+  const rationale = g.rationale === null ? "" : `: ${t(g.rationale)}`;
+  return `guardian step ${g.step_ordinal} ${what}: ${decided}, ${by}, audit ${t(g.audit_id)}${g.capability_id === null ? "" : `, capability ${t(g.capability_id)} used once`}${rationale}`;
 }
 
 /**
@@ -298,14 +316,17 @@ function processPluginCache(): string {
 }
 
 /**
- * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
- * `review` from the host configuration's plugins, instantiated with the host's ports (clock,
- * content, and the host's checks over `repo`), under its own identity: actor `verifier:<id>`, a
- * session per run, fingerprint `<id>@<digest>;options=<digest of its trusted options>`.
- * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named);
- *   PluginError from its init (e.g. `ASP_PLUGIN_PORT_UNAVAILABLE`).
+ * The verified, granted verifier plugin with `capability` that `name` names (its id, or the id
+ * without `asp.` / `verifier-`), from the host configuration's plugins.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when none is loaded (the loaded and the refused ones named).
  */
-async function reviewerFor(name: string, config: HostConfig, host: ComposedHost, repo: string): Promise<ReviewerPort> {
+async function verifierFor(
+  name: string,
+  capability: "review" | "guardian",
+  role: "Reviewer" | "Guardian",
+  config: HostConfig,
+  host: ComposedHost,
+): Promise<{ chosen: LoadedVerifier; cacheDir: string | null }> {
   const loaded = await loadPlugins({
     dirs: config.plugins,
     trustRoots: readTrustRoots(config.trustRoots),
@@ -315,21 +336,36 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
     kinds: ["verifier"],
     pluginOptions: config.pluginOptions,
   });
-  const reviewers = loaded.verifiers.filter((v) => v.plugin.capabilities.includes("review"));
-  const chosen: LoadedVerifier | undefined = reviewers.find((v) => reviewerNames(v.plugin.id).includes(name));
+  const able = loaded.verifiers.filter((v) => v.plugin.capabilities.includes(capability));
+  const chosen = able.find((v) => reviewerNames(v.plugin.id).includes(name));
   if (chosen === undefined) {
     const refused = loaded.refused.map((r) => ({ id: r.id ?? r.dir, code: r.code }));
     throw new UsageError(
       "ASP_CLI_BAD_INPUT",
-      `no verified, granted Reviewer ${JSON.stringify(name)}; loaded: [${reviewers.map((v) => v.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.map((r) => `${r.id} (${r.code})`).join(", ")}` : ""}`,
-      { data: { reviewer: name, loaded: reviewers.map((v) => v.plugin.id), refused } },
+      `no verified, granted ${role} ${JSON.stringify(name)}${capability === "guardian" ? " (a verifier plugin with capability guardian)" : ""}; loaded: [${able.map((v) => v.plugin.id).join(", ")}]${refused.length > 0 ? `; refused: ${refused.map((r) => `${r.id} (${r.code})`).join(", ")}` : ""}`,
+      {
+        data: { [role === "Reviewer" ? "reviewer" : "guardian"]: name, loaded: able.map((v) => v.plugin.id), refused },
+      },
     );
   }
+  return { chosen, cacheDir: loaded.cacheDir };
+}
+
+/**
+ * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
+ * `review` from the host configuration's plugins, instantiated with the host's ports (clock,
+ * content, and the host's checks over `repo`), under its own identity: actor `verifier:<id>`, a
+ * session per run, fingerprint `<id>@<digest>;options=<digest of its trusted options>`.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named);
+ *   PluginError from its init (e.g. `ASP_PLUGIN_PORT_UNAVAILABLE`).
+ */
+async function reviewerFor(name: string, config: HostConfig, host: ComposedHost, repo: string): Promise<ReviewerPort> {
+  const { chosen, cacheDir } = await verifierFor(name, "review", "Reviewer", config, host);
   const c = host.container.createChildContainer();
   const objects = host.store.objects;
   registerPlugins(
     c,
-    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir: loaded.cacheDir },
+    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir },
     {
       clock: { now: () => new Date() },
       content: { read: async (d) => ((await objects.has("blob", d)) ? objects.readBlob(d) : null) },
@@ -347,6 +383,40 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
     },
     verifier,
   };
+}
+
+/**
+ * The Guardian `--guardian NAME` picks: `rules` (built in, from `--guardian-rules`), or a
+ * verified, granted verifier plugin with capability `guardian` (e.g. asp.verifier-openai), shown
+ * only the host's canonical request; its prompt version is the plugin's verified digest, its model
+ * the plugin's trusted model option.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Guardian is loaded (the refused ones named).
+ */
+async function guardianFor(
+  name: string,
+  flags: Pick<RunFlags, "guardianRules">,
+  config: HostConfig,
+  host: ComposedHost,
+  repo: string,
+  cwd: string,
+): Promise<Guardian> {
+  if (name === "rules") return readGuardianRules(resolve(cwd, flags.guardianRules as string), repo);
+  const { chosen, cacheDir } = await verifierFor(name, "guardian", "Guardian", config, host);
+  const c = host.container.createChildContainer();
+  registerPlugins(
+    c,
+    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir },
+    // A Guardian gets a clock and nothing else: the request is all it judges.
+    { clock: { now: () => new Date() }, content: { read: async () => null } },
+  );
+  const [verifier] = c.resolveAll(PLUGIN_TOKENS.Verifier);
+  if (verifier === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `Guardian ${name} did not register`);
+  const id = chosen.plugin.id;
+  const model = (config.pluginOptions[id] as { model?: unknown } | undefined)?.model;
+  return guardianFromVerifier(verifier, {
+    prompt_version: `${id}@${chosen.evidence.digest}`,
+    model_version: typeof model === "string" && model !== "" ? model : "plugin",
+  });
 }
 
 /**
@@ -438,6 +508,8 @@ function chmodTree(dir: string): void {
 /** Deterministic permission policy over the host's trusted policy (`@asp/policy` `classifyAction`). */
 function hostPermissions(host: ComposedHost): PermissionClassifier {
   return {
+    // Frozen into each Guardian audit request: the pinned policy's digest.
+    version: host.policy.digest,
     classify: (action, options) => {
       const d = classifyAction(host.policy, action, { fence: options.fence });
       return { outcome: d.outcome, reason: d.reason, fenced: d.fenced };
@@ -453,8 +525,85 @@ interface RunFlags {
   readonly repairEngine?: string;
   readonly repairScript?: string;
   readonly reviewer: string;
+  readonly guardian?: string;
+  readonly guardianRules?: string;
   readonly config?: string;
   readonly wait?: string;
+}
+
+/**
+ * Whether this run needs a Guardian (Stage 6, or Stage 7 with approvals_reviewer=auto_review) and
+ * the flags that name one agree: a run that needs one without `--guardian`, a Guardian flag the
+ * run has no use for, and `--guardian-rules` for anything but the rules Guardian are usage errors.
+ * @throws UsageError `ASP_CLI_USAGE` naming the step that fixes it.
+ */
+export function guardianName(
+  flags: Pick<RunFlags, "guardian" | "guardianRules">,
+  resolved: ResolvedConfiguration,
+): string | undefined {
+  const mode = guardianMode({ flags: runtimeStageFlags(resolved.flags) }, resolved.selection.selection);
+  if (flags.guardianRules !== undefined && flags.guardian !== "rules") {
+    throw new UsageError("ASP_CLI_USAGE", "--guardian-rules is for --guardian rules only", {
+      data: { guardian: flags.guardian ?? null },
+    });
+  }
+  if (mode === "off") {
+    if (flags.guardian !== undefined) {
+      throw new UsageError(
+        "ASP_CLI_USAGE",
+        `--guardian needs stage6_guardian_shadow, or stage7_guardian_enforcement with approvals_reviewer=auto_review, and neither applies to this run: turn one on in the trusted configuration (or pass --preset on with Stage 7 on), or drop --guardian (docs/auto-mode.md, "Guardian")`,
+        { data: { guardian: flags.guardian } },
+      );
+    }
+    return undefined;
+  }
+  if (flags.guardian === undefined) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      `this run's ${mode === "shadow" ? "stage6_guardian_shadow" : "stage7_guardian_enforcement with approvals_reviewer=auto_review"} needs a Guardian: pass --guardian rules --guardian-rules FILE (deterministic rules), or --guardian NAME (a verified, granted verifier plugin with capability guardian, e.g. openai) (docs/auto-mode.md, "Guardian")`,
+      { data: { mode } },
+    );
+  }
+  if (flags.guardian === "rules" && flags.guardianRules === undefined) {
+    throw new UsageError(
+      "ASP_CLI_USAGE",
+      "--guardian rules needs --guardian-rules FILE: a JSON file { version, rules: [{ actionClass, targets?, decision, risk, recoverable?, rationale }] } outside the repository",
+      { data: { guardian: "rules" } },
+    );
+  }
+  return flags.guardian;
+}
+
+/**
+ * Read the rules Guardian's file: trusted configuration, so never from the repository under
+ * evaluation.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` for unreadable JSON or a bad shape; ThsError
+ *   `ASP_THS_UNTRUSTED_LOCATION` for a file inside the repository; AutoModeError
+ *   `ASP_AUTO_MODE_INVALID_OPTION` for a rule the rules Guardian refuses.
+ */
+export function readGuardianRules(path: string, repo: string): Guardian {
+  assertTrustedLocations(repo, { file: path });
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new UsageError(
+      "ASP_CLI_BAD_INPUT",
+      `Guardian rules ${path} is not readable JSON: ${(error as Error).message}`,
+      {
+        data: { path },
+      },
+    );
+  }
+  const r = raw as { version?: unknown; rules?: unknown };
+  if (typeof r?.version !== "string" || r.version === "" || !Array.isArray(r.rules)) {
+    throw new UsageError(
+      "ASP_CLI_BAD_INPUT",
+      `Guardian rules ${path} needs { version: string, rules: [...] } (each rule { actionClass, targets?, decision, risk, recoverable?, rationale })`,
+      { data: { path } },
+    );
+  }
+  return createRulesGuardian({ version: r.version, rules: r.rules as GuardianRule[] });
 }
 
 /**
@@ -508,11 +657,16 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
   const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path, flags.preset);
   assertStages(resolved);
   const repairEngine = repairEngineName(flags, resolved);
+  const guardianChoice = guardianName(flags, resolved);
   const script = flags.script === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.script));
   const repairScript =
     flags.repairScript === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.repairScript));
   await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
     const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
+    const guardian =
+      guardianChoice === undefined
+        ? undefined
+        : await guardianFor(guardianChoice, flags, config, host, repo, ctx.io.cwd);
     const engine =
       flags.engine === "scripted"
         ? createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)))
@@ -544,7 +698,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
           omit: (path) => classifyAction(host.policy, { tool: "read_file", path }, { fence: true }).fenced,
         });
       }
-      await runIn(ctx, host, resolved, { engine, repair, reviewer, workspace, repo, task: flags.task ?? "" });
+      await runIn(ctx, host, resolved, { engine, repair, reviewer, guardian, workspace, repo, task: flags.task ?? "" });
     } finally {
       process.removeListener("exit", cleanup);
       cleanup();
@@ -560,6 +714,7 @@ async function runIn(
     engine: Engine;
     repair: Engine | undefined;
     reviewer: ReviewerPort;
+    guardian: Guardian | undefined;
     workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
     repo: string;
     task: string;
@@ -574,6 +729,7 @@ async function runIn(
       flags: resolved.flags,
       ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
       ...(o.repair === undefined ? {} : { repair: { engine: o.repair } }),
+      ...(o.guardian === undefined ? {} : { guardian: o.guardian }),
       permissions: hostPermissions(host),
     });
     // The user's Stop/Cancel: the first SIGINT (Ctrl-C) or SIGTERM ends the run user_cancelled,
@@ -656,6 +812,11 @@ export function registerAuto(program: Command, ctx: CliContext): void {
       "--reviewer <name>",
       "a verified, granted verifier plugin with capability review (id, or id without asp./verifier-)",
     )
+    .option(
+      "--guardian <name>",
+      "who reviews asks under Stage 6 / Stage 7 with auto_review: rules (with --guardian-rules), or a verified, granted verifier plugin with capability guardian (e.g. openai)",
+    )
+    .option("--guardian-rules <file>", "the rules Guardian's JSON { version, rules } (outside the repository)")
     .option("--config <path>", CONFIG_OPTION_HELP)
     .option("--wait <seconds>", WAIT_OPTION_HELP)
     .action((repo: string, flags: RunFlags) => autoRun(ctx, repo, flags));

@@ -3,7 +3,9 @@ import { type CanonicalAction, canonicalizeAction } from "../actions.js";
 import type { StepRecord } from "../durable.js";
 import type { MachineTransition } from "../machine.js";
 import type { RunContext, TerminalOutcome } from "../run/context.js";
+import { guardianMode } from "../stages.js";
 import { type Problems, type RunFacts, same } from "./facts.js";
+import { type GuardianReview, permissionResolved, reviewAsk } from "./guardian.js";
 import type { RunBase } from "./storage.js";
 
 // The actions module (Auto Mode I): the host mediates every action the Engine proposes. Its
@@ -20,7 +22,7 @@ export const ACTION_ROWS: ReadonlyArray<MachineTransition> = [
     on: "step:admitted",
     to: "acting",
     entry:
-      "the canonical action passed the ledger (wall time, tokens, circuits, cells) and deterministic policy allowed it; nothing has run",
+      "the canonical action passed the ledger (wall time, tokens, circuits, cells) and deterministic policy allowed it, or (Stage 7 with auto_review) policy asked and this append consumes the Guardian's one-shot allow for this exact action; nothing has run",
     test: "mediation.test.ts: a read and a write run through the host's adapters",
   },
   {
@@ -40,7 +42,7 @@ export const ACTION_ROWS: ReadonlyArray<MachineTransition> = [
     on: "step:refused",
     to: "refused",
     entry:
-      "an unknown tool, an uncanonicalizable target, a deny, an ask without a channel, a spent budget or an open circuit refused the unexecuted action; its audit committed",
+      "an unknown tool, an uncanonicalizable target, a deny, an ask without a channel (Stage 6: with the Guardian's advice), a spent budget, an open circuit or (Stage 7) the Guardian's stop refused the unexecuted action; its audit committed",
     test: "mediation.test.ts: is refused, its audit committed, nothing executed",
   },
   {
@@ -68,6 +70,7 @@ type Refusal = "policy_requires_explicit_setup" | "safety_boundary" | "loop_dete
 export async function mediateAction(
   ctx: RunContext,
   proposal: unknown,
+  options: { readonly guardian?: boolean } = {},
 ): Promise<{ result: ActionResult; delta: boolean } | TerminalOutcome> {
   const actionOrdinal = ctx.nextActionOrdinal();
   const canonical = canonicalizeAction(proposal as ProposedAction);
@@ -133,14 +136,139 @@ export async function mediateAction(
   if (classification.outcome === "deny") {
     return refuse("policy_requires_explicit_setup", "policy_deny", classified.classification.reason, classified);
   }
+  let resolved: GuardianReview | null = null;
   if (classification.outcome !== "allow") {
-    // No channel resolves an ask before Stages 6/7: refused headless, attributed to policy.
-    return refuse(
-      "policy_requires_explicit_setup",
-      "ask_without_channel",
-      `${classified.classification.reason}; no approval channel is attached`,
-      classified,
-    );
+    const mode = options.guardian === true ? guardianMode(ctx.stages, ctx.record.selection) : "off";
+    // The credential-shaped file fence's ask is policy's: no Guardian reviews it (only a human
+    // channel could), and headless it is refused as policy's, never as a Guardian verdict.
+    if (
+      mode === "off" ||
+      classified.classification.fenced ||
+      ctx.options.guardian === undefined ||
+      workspace === undefined
+    ) {
+      // No channel resolves this ask: refused headless, attributed to policy.
+      return refuse(
+        "policy_requires_explicit_setup",
+        "ask_without_channel",
+        `${classified.classification.reason}; no approval channel is attached`,
+        classified,
+      );
+    }
+    const prior = mode === "enforce" ? ctx.guardianDenials.get(a.digest) : undefined;
+    if (prior !== undefined) {
+      // The same exact action (a retry, a renamed spelling of one effect) the Guardian already
+      // denied: never asked again, counted as another denial toward the circuit.
+      ctx.meter.askGuardian(a.digest);
+      const counted = ctx.meter.recordGuardianDecision("deny");
+      const guardian = {
+        mode,
+        record_id: prior.record_id,
+        audit_id: prior.audit_id,
+        decision: "deny" as const,
+        capability_id: null,
+        repeat: true,
+      };
+      if (!counted.admitted) {
+        await ctx.step({
+          phase: "refused",
+          action: classified,
+          refusal: {
+            code: "guardian_denial_circuit",
+            detail: "the Agent proposed an action the Guardian already denied, and the denial circuit is open",
+            terminal: null,
+          },
+          guardian,
+        });
+        return { kind: "guardian", recordId: prior.record_id, loop: true, candidateId: null };
+      }
+      const reason = `the Guardian already denied this exact action: ${prior.rationale}`.slice(0, 500);
+      await ctx.step({
+        phase: "denied",
+        action: classified,
+        refusal: { code: "guardian_denied_repeat", detail: reason, terminal: null },
+        guardian,
+      });
+      return {
+        result: { status: "refused", action_digest: a.digest, code: "guardian_denied_repeat", reason },
+        delta: false,
+      };
+    }
+    const review = await reviewAsk(ctx, classified, mode);
+    if ("outcome" in review) return review.outcome;
+    const { audit, guardian } = review;
+    if (mode === "shadow") {
+      // Stage 6: the advice is recorded beside the refusal and resolves nothing.
+      await ctx.step(
+        {
+          phase: "refused",
+          action: classified,
+          refusal: {
+            code: "ask_without_channel",
+            detail:
+              `${classified.classification.reason}; no approval channel is attached (the Guardian's Stage 6 advice is recorded and resolves nothing)`.slice(
+                0,
+                500,
+              ),
+            terminal: "policy_requires_explicit_setup",
+          },
+          guardian,
+        },
+        audit,
+      );
+      return { kind: "reason", reason: "policy_requires_explicit_setup", candidateId: null };
+    }
+    const stop = async (code: string, detail: string, loop: boolean): Promise<TerminalOutcome> => {
+      await ctx.step(
+        {
+          phase: "refused",
+          action: classified,
+          refusal: { code, detail: detail.slice(0, 500), terminal: null },
+          guardian,
+        },
+        audit,
+      );
+      permissionResolved(ctx, review, a.digest);
+      return { kind: "guardian", recordId: guardian.record_id, loop, candidateId: null };
+    };
+    const answer = review.answer;
+    if (answer === null) {
+      const failure = (audit.record.record as { detail?: string }).detail ?? "the Guardian gave no answer";
+      const code = review.failure === "guardian_failed" ? "guardian_failed" : `guardian_${review.failure}`;
+      return stop(code, failure, false);
+    }
+    if (review.circuit) {
+      return stop(
+        "guardian_denial_circuit",
+        `the Guardian's denial circuit is open (${ctx.meter.toJSON().consumed.guardian_consecutive_denials} consecutive denials)`,
+        true,
+      );
+    }
+    if (answer.decision === "deny") {
+      if (!answer.recoverable) return stop("guardian_denied", answer.rationale, false);
+      // A recoverable deny: nothing ran, the rationale goes back to the Agent for a safer plan.
+      await ctx.step(
+        {
+          phase: "denied",
+          action: classified,
+          refusal: { code: "guardian_denied", detail: answer.rationale.slice(0, 500), terminal: null },
+          guardian,
+        },
+        audit,
+      );
+      permissionResolved(ctx, review, a.digest);
+      ctx.guardianDenials.set(a.digest, {
+        record_id: guardian.record_id,
+        audit_id: guardian.audit_id,
+        rationale: answer.rationale,
+      });
+      return {
+        result: { status: "refused", action_digest: a.digest, code: "guardian_denied", reason: answer.rationale },
+        delta: false,
+      };
+    }
+    // A one-shot allow: the admitted step below consumes its capability, in the same append.
+    resolved = review;
   }
   if (workspace === undefined) {
     return refuse(
@@ -151,7 +279,12 @@ export async function mediateAction(
     );
   }
   // The admission commits before anything runs: a result is accepted only for an admitted action.
-  await ctx.step({ phase: "admitted", action: classified });
+  // An admission on the Guardian's allow consumes its one-shot capability (a compare-and-swap).
+  if (resolved === null) await ctx.step({ phase: "admitted", action: classified });
+  else {
+    await ctx.step({ phase: "admitted", action: classified, guardian: resolved.guardian }, resolved.audit);
+    permissionResolved(ctx, resolved, a.digest);
+  }
   let output: string;
   let delta = false;
   let exitCode: number | null = null;
@@ -218,7 +351,11 @@ export function proveSteps(facts: RunFacts, base: RunBase, terminalSeq: number |
     if (terminalSeq !== undefined && st.seq > terminalSeq) bad(`step ${b.ordinal} committed after the terminal`);
     const a = b.action;
     if (b.phase === "admitted" && a !== null) {
-      if (a.classification?.outcome !== "allow") bad(`step ${b.ordinal}: admitted an action policy did not allow`);
+      // Policy allowed it, or (Stage 7) it asked and the Guardian's one-shot allow admitted it
+      // (proved by the Guardian module).
+      const byGuardian = a.classification?.outcome === "ask" && b.guardian?.decision === "allow";
+      if (a.classification?.outcome !== "allow" && !byGuardian)
+        bad(`step ${b.ordinal}: admitted an action policy did not allow`);
       admitted.set(a.action_ordinal, a);
     }
     if (b.phase === "executed" && a !== null) {
@@ -231,6 +368,7 @@ export function proveSteps(facts: RunFacts, base: RunBase, terminalSeq: number |
       admitted.delete(a.action_ordinal);
     }
     if (a !== null && b.phase !== "executed" && !(b.phase === "refused" && a.action_ordinal === lastAdmitted)) {
+      // (A recoverable `denied` action is never retried under its ordinal: a new proposal is a new ordinal.)
       if (ordinals.has(a.action_ordinal)) bad(`step ${b.ordinal}: action ordinal ${a.action_ordinal} reused`);
       ordinals.add(a.action_ordinal);
     }

@@ -95,7 +95,7 @@ export async function driveEngine(ctx: RunContext): Promise<Completion | Termina
           break;
         }
         case "action": {
-          const acted = await mediateAction(ctx, (step as { action?: unknown }).action);
+          const acted = await mediateAction(ctx, (step as { action?: unknown }).action, { guardian: true });
           if ("kind" in acted) return acted;
           reply = acted.result;
           if (acted.delta) progress = true;

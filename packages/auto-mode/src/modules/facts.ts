@@ -90,6 +90,8 @@ export function readFacts(
     terminal: [],
     ledger: [],
     stages: [],
+    guardian: [],
+    guardian_failure: [],
   };
   const kindOf = new Map<string, AutoRecordKind>(
     Object.entries(AUTO_FACT_KINDS)
@@ -116,7 +118,10 @@ export function readFacts(
         bad(`seq ${fact.seq}: ${p}`);
         continue;
       }
-      inputs.push({ seq: fact.seq, input: (fact.record as { type: MachineInput }).type });
+      // A permission review's audit events are carried by the step that records its ask (ADR 0010
+      // §1): not machine inputs of their own; the Guardian proof binds them to that step.
+      if ((fact.record as { subject_kind?: unknown }).subject_kind !== "permission_review")
+        inputs.push({ seq: fact.seq, input: (fact.record as { type: MachineInput }).type });
       const ev = fact.record as Record<string, unknown> & { event_id: string };
       if (events.has(ev.event_id)) bad(`event ${ev.event_id} committed twice`);
       events.set(ev.event_id, { seq: fact.seq, event: ev });

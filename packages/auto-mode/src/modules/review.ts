@@ -272,6 +272,8 @@ export function proveReviews(facts: RunFacts, base: RunBase, cands: CandidateSet
   // completes before the next starts.
   for (const { seq, ev } of ordered) {
     if (ev.type !== "auto_audit_started" && ev.type !== "auto_audit_completed") continue;
+    // Permission reviews (the Guardian's) are proved with the step that records their ask.
+    if (ev.subject_kind === "permission_review") continue;
     const ready = seqOf((e) => e.type === "candidate_ready" && e.candidate_id === ev.subject_id);
     if (ready === undefined || ready > seq) bad(`audit ${String(ev.audit_id)} before its candidate was ready`);
     const attempt = ev.attempt as number;

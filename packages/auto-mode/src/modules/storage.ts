@@ -2,7 +2,13 @@ import type { AutoRun, RunIdentity } from "@asp/contracts";
 import type { AutoRecordKind } from "../durable.js";
 import { runIdOf } from "../identity.js";
 import type { MachineTransition } from "../machine.js";
-import { type ResultReviewStage, type RunStages, resultReviewStage } from "../stages.js";
+import {
+  type GuardianMode,
+  guardianMode,
+  type ResultReviewStage,
+  type RunStages,
+  resultReviewStage,
+} from "../stages.js";
 import { type Problems, type Rec, type RunFacts, same } from "./facts.js";
 
 // Stage 2's module: the run itself. Its row starts a run; its proof checks the run record, the
@@ -32,6 +38,8 @@ export interface RunBase {
   readonly latestRun: AutoRun;
   /** How the run treats result review, by its frozen stages. */
   readonly review: ResultReviewStage;
+  /** Who resolves an `ask` in this run, by its frozen stages and selection (ADR 0010). */
+  readonly guardian: GuardianMode;
 }
 
 /**
@@ -74,12 +82,14 @@ export function proveStorage(facts: RunFacts, bad: Problems): RunBase | null {
   const stageRecs = recs.stages as ReadonlyArray<Rec<RunStages>>;
   const stages = stageRecs[0]?.body;
   let review: ResultReviewStage = "off";
+  let guardian: GuardianMode = "off";
   if (stageRecs.length !== 1 || stages === undefined) bad("the run's stages are not committed exactly once");
   else {
     if (stageRecs[0]?.event_id !== runs[0]?.event_id) bad("the stages did not commit with auto_run_started");
     if (!same(stages.run, run)) bad("the stages record is another run's");
     if (!stages.flags.stage2_auto_run_storage) bad("an Auto Run committed without stage2_auto_run_storage");
     review = resultReviewStage(first.selection, stages.flags);
+    guardian = guardianMode(stages, first.selection);
     if (stages.result_review !== review)
       bad(`the stages say ${stages.result_review}, the selection and flags ${review}`);
   }
@@ -90,5 +100,5 @@ export function proveStorage(facts: RunFacts, bad: Problems): RunBase | null {
       bad(`seq ${r.seq}: transition without the run's budget ledger`);
   }
   const latestRun = (runs[runs.length - 1] as Rec<AutoRun>).body;
-  return { first, run, runs, latestRun, review };
+  return { first, run, runs, latestRun, review, guardian };
 }

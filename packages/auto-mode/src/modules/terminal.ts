@@ -34,7 +34,7 @@ export const TERMINAL_ROWS: ReadonlyArray<MachineTransition> = [
     on: "auto_run_terminal",
     to: "terminal",
     entry:
-      "the terminal reason the committed refusal named (policy_requires_explicit_setup, safety_boundary, loop_detected, budget_exhausted)",
+      "the terminal reason the committed refusal named (policy_requires_explicit_setup, safety_boundary, loop_detected, budget_exhausted), or blocked_by_guardian on the Guardian's committed stop (its assessment or failure record; loop_detected only with the denial circuit open)",
     test: "mediation.test.ts: is refused, its audit committed, nothing executed",
   },
   {
@@ -102,6 +102,13 @@ export function buildTerminalRecord(
       candidate_id: outcome.candidateId,
       unresolved_finding_ids: outcome.unresolved,
       exhausted_limit: outcome.stop === "budget_exhausted" ? (outcome.limit ?? null) : null,
+    });
+  } else if (outcome.kind === "guardian") {
+    Object.assign(fields, {
+      state: "blocked_by_guardian",
+      stop_reason: outcome.loop ? "loop_detected" : null,
+      candidate_id: outcome.candidateId,
+      guardian_record_id: outcome.recordId,
     });
   } else {
     Object.assign(fields, {
@@ -202,8 +209,15 @@ export function proveTerminal(
   const terminal = rec?.body ?? null;
   // Only a gating review (Stage 4) may enter a review terminal: a shadow judgment gates nothing,
   // and with result review off there is no review at all.
-  if (terminal?.state !== null && terminal?.state !== undefined && review !== "gate")
+  if (
+    terminal?.state !== null &&
+    terminal?.state !== undefined &&
+    terminal.state !== "blocked_by_guardian" &&
+    review !== "gate"
+  )
     bad(`a ${terminal.state} terminal while result review is ${review}`);
+  if (terminal?.state === "blocked_by_guardian" && base.guardian !== "enforce")
+    bad("blocked_by_guardian while no Guardian resolves this run's asks");
   if (rec === undefined || terminal === null) {
     if (latestRun.state !== null && latestRun.state !== "candidate")
       bad("the run claims a terminal state without its terminal record");
@@ -295,6 +309,19 @@ function proveTerminalRow(facts: RunFacts, terminal: TerminalRecord, bad: Proble
   if (left === "started" && terminal.state !== null) bad(`a ${terminal.state} terminal without a candidate`);
   if ((left === "acting" || left === "reviewing") && terminal.terminal_reason !== "safety_boundary")
     bad(`a ${terminal.terminal_reason ?? terminal.state} terminal while ${left}`);
+  if (terminal.state === "blocked_by_guardian") {
+    // Only from the Guardian's committed stop: its record, and the denial circuit for a loop.
+    const g = refusal?.guardian ?? null;
+    const loop = refusal?.refusal?.code === "guardian_denial_circuit";
+    if (left !== "refused" || refusal?.phase !== "refused" || refusal.refusal?.terminal !== null || g === null)
+      bad("blocked_by_guardian without the Guardian's committed stop");
+    else if (terminal.guardian_record_id !== g.record_id) bad("blocked_by_guardian names another Guardian record");
+    if ((terminal.stop_reason === "loop_detected") !== loop)
+      bad("blocked_by_guardian's stop reason is not what the committed refusal shows");
+    if (loop && refusal?.ledger.circuits.guardian_denial !== "open")
+      bad("blocked_by_guardian(loop_detected) without an open denial circuit");
+    return;
+  }
   if (left === "refused") {
     const expected = refusal?.phase === "max_turns" ? "budget_exhausted" : refusal?.refusal?.terminal;
     if (terminal.terminal_reason !== expected && terminal.terminal_reason !== "safety_boundary")

@@ -9,9 +9,9 @@ import type {
   UnavailableReason,
 } from "@asp/contracts";
 import type { BudgetCheck, BudgetMeter } from "@asp/rollout";
-import type { AutoEvent, StepRecord, TransitionRecord } from "../durable.js";
+import type { AutoEvent, StepAudit, StepRecord, TransitionRecord } from "../durable.js";
 import type { ActorIdentity } from "../engine.js";
-import type { AutoRunnerOptions, ProvisionalChunk } from "../runner.js";
+import type { AutoRunnerOptions, ProvisionalChunk, RunTimers } from "../runner.js";
 import type { RunStages } from "../stages.js";
 
 // The runner's side of the run machine: what a stage module's activity may use. An activity does
@@ -40,7 +40,17 @@ export type TerminalOutcome =
       /** The unresolved findings themselves (what a Repair Run is asked to address). */
       readonly findings?: ReadonlyArray<Finding>;
     }
-  | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason };
+  | { readonly kind: "unavailable"; readonly candidateId: string; readonly reason: UnavailableReason }
+  /**
+   * `blocked_by_guardian`: the committed assessment or failure record that stopped the run, and
+   * whether the denial circuit opened (`stop_reason=loop_detected`).
+   */
+  | {
+      readonly kind: "guardian";
+      readonly recordId: string;
+      readonly loop: boolean;
+      readonly candidateId: string | null;
+    };
 
 /** What `orAbort` returns when the run's signal aborted first. */
 export const ABORTED: unique symbol = Symbol("aborted");
@@ -80,8 +90,23 @@ export interface RunContext {
     next?: Partial<AutoRun>,
     cas?: { readonly seq: number | null } | "unconditional",
   ): Promise<void>;
-  /** Commit one mediated step with the ledger as it stands (checked against the run machine first). */
-  step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord>;
+  /**
+   * Commit one mediated step with the ledger as it stands (checked against the run machine first),
+   * with the permission-review audit of its ask when a Guardian was asked (one append).
+   */
+  step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">, audit?: StepAudit): Promise<StepRecord>;
+  /**
+   * The exact actions (canonical digests) the Guardian denied recoverably in this run, with the
+   * denial's record: the host never asks about one of them again (Stage 7).
+   */
+  readonly guardianDenials: Map<
+    string,
+    { readonly record_id: string; readonly audit_id: string; readonly rationale: string }
+  >;
+  /** The id the next committed step will have (what a Guardian's ask decision id names). */
+  nextStepId(): string;
+  /** The timers deadlines are armed with (`options.timers`, else the system's). */
+  readonly timers: RunTimers;
   /**
    * Commit the terminal the outcome names, on this writer's head (`"unconditional"`: the safety
    * boundary once the head was lost, so the run still ends).

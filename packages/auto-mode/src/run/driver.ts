@@ -6,7 +6,9 @@ import {
   commitStep,
   commitTransition,
   runStateKey,
+  type StepAudit,
   type StepRecord,
+  stepIdOf,
   type TransitionRecord,
 } from "../durable.js";
 import type { ActorIdentity } from "../engine.js";
@@ -49,6 +51,10 @@ export class RunDriver implements RunContext {
   #actions = 0;
   #lastRunSeq: number | null = null;
   #phase: RunPhase = "absent";
+  readonly guardianDenials = new Map<
+    string,
+    { readonly record_id: string; readonly audit_id: string; readonly rationale: string }
+  >();
   #cancel: AbortSignal | undefined;
   #onCancel: (() => void) | undefined;
 
@@ -153,7 +159,15 @@ export class RunDriver implements RunContext {
     this.options.onEvent?.(event);
   }
 
-  async step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">): Promise<StepRecord> {
+  nextStepId(): string {
+    return stepIdOf(this.runId, this.#ordinal + 1);
+  }
+
+  get timers(): RunTimers {
+    return this.options.timers ?? SYSTEM_TIMERS;
+  }
+
+  async step(partial: Partial<StepRecord> & Pick<StepRecord, "phase">, audit?: StepAudit): Promise<StepRecord> {
     this.#ordinal += 1;
     const record: StepRecord = {
       run: this.run,
@@ -169,7 +183,7 @@ export class RunDriver implements RunContext {
       ledger: this.meter.toJSON(),
     };
     const phase = nextPhase(this.#phase, `step:${record.phase}`);
-    await commitStep(this.options.store.log, this.runId, record);
+    await commitStep(this.options.store.log, this.runId, record, audit);
     this.#phase = phase;
     this.options.onStep?.(record);
     return record;
