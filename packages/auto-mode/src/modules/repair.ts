@@ -275,6 +275,13 @@ async function freezeCheckpoint(
   return { digest: frozen.digest, files };
 }
 
+type RepairLimit = "max_repair_rounds" | "repair_turns_per_round";
+
+/** `completed_with_issues(budget_exhausted)` naming the repair limit that was spent. Pure. */
+function budgetStop(candidateId: string, unresolved: string[], limit: RepairLimit): TerminalOutcome {
+  return { kind: "issues", candidateId, stop: "budget_exhausted", unresolved, limit };
+}
+
 /**
  * Activity: one Repair Run of `round` from the latest candidate and its unresolved findings.
  * Without Stage 9, or when the checkpoint cannot be frozen, no Repair starts
@@ -291,13 +298,7 @@ export async function repairCandidate(
 ): Promise<RepairResult> {
   const candidateId = from.candidate.candidate_id;
   const unresolved = findings.map((f) => f.finding_id);
-  const issues = (limit: "max_repair_rounds" | "repair_turns_per_round"): TerminalOutcome => ({
-    kind: "issues",
-    candidateId,
-    stop: "budget_exhausted",
-    unresolved,
-    limit,
-  });
+  const issues = (limit: RepairLimit): TerminalOutcome => budgetStop(candidateId, unresolved, limit);
   const gate = ctx.admitNext(candidateId);
   if (gate !== null) return gate;
   // ADR 0006: without Stage 9 nothing commits a safe checkpoint, so no Repair starts.
@@ -429,7 +430,7 @@ async function planAndCommit(
   if (planned.kind === "stop") {
     const outcome: TerminalOutcome =
       planned.outcome === "repair_turns"
-        ? { kind: "issues", candidateId, stop: "budget_exhausted", unresolved, limit: "repair_turns_per_round" }
+        ? budgetStop(candidateId, unresolved, "repair_turns_per_round")
         : planned.outcome;
     return stop(planned.refused ? "rejected" : "failed", outcome);
   }
