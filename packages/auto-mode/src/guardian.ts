@@ -375,18 +375,7 @@ export function guardianAssessment(input: {
  * to the assessed action. Null when it holds, else the problem. Pure.
  */
 export function checkGuardianAssessment(a: GuardianAssessment): string | null {
-  const audit: PermissionAuditRequest = {
-    audit_id: a.audit_id,
-    subject_kind: "permission_review",
-    subject_entity_kind: "approval_action",
-    subject_id: a.ask_decision_id,
-    run: a.run,
-    action_digest: a.action_digest,
-    action_class: a.action_class,
-    policy_version: a.policy_version,
-    prompt_version: a.prompt_version,
-    model_version: a.model_version,
-  };
+  const audit = auditRequestOf(a);
   if (permissionRequestDigest(audit) !== a.audit_request_digest) return "its audit_request_digest does not re-derive";
   let again: GuardianAssessment;
   try {
