@@ -43,6 +43,13 @@ function instantiate(
   ports: PluginPorts,
   methods: readonly string[],
 ): unknown {
+  if ((loaded as { isolation?: unknown }).isolation === "subprocess") {
+    throw new PluginError(
+      "ASP_PLUGIN_OUT_OF_PROCESS",
+      `verifier ${loaded.plugin.id} was loaded to run out of process (verifierIsolation "subprocess"): launch it with launchVerifier`,
+      { data: { id: loaded.plugin.id } },
+    );
+  }
   // Only the ports of the plugin's kind, attenuated: never `container.resolve` of a key the
   // plugin chose (that reached the launch environment and the fact log).
   const deps = portsFor(kind, loaded.plugin.id, loaded.init.deps, ports);

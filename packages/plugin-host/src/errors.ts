@@ -44,6 +44,13 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_PLUGIN_BAD_POLICY`: the policy given to the loader is neither a policy document nor the
  *   `ActivePolicy` that `parsePolicy` returns.
  * - `ASP_PLUGIN_NOT_A_PROVIDER`: a provider pin or gate-authority grant was asked for a verifier or sandbox.
+ * - `ASP_PLUGIN_OUT_OF_PROCESS`: a verifier loaded to run out of process (`verifierIsolation:
+ *   "subprocess"`) was asked to run in this one (`registerPlugins`); launch it with `launchVerifier`.
+ * - `ASP_PLUGIN_VERIFIER_UNSANDBOXED`: `launchVerifier` was given no sandbox that implements
+ *   `launch`, or the sandbox refused or could not confine the child (it would write the worktree):
+ *   the verifier is never run unconfined.
+ * - `ASP_PLUGIN_VERIFIER_FAILED`: an out-of-process verifier could not start, died, timed out, broke
+ *   its stream, or its own `init` / `verify` threw (`data.kind` says which); the attempt is recorded.
  */
 export type PluginErrorCode =
   | "ASP_PLUGIN_NOT_FOUND"
@@ -73,7 +80,10 @@ export type PluginErrorCode =
   | "ASP_PLUGIN_BAD_OUTPUT"
   | "ASP_PLUGIN_UNKNOWN_REQUIREMENT"
   | "ASP_PLUGIN_BAD_POLICY"
-  | "ASP_PLUGIN_NOT_A_PROVIDER";
+  | "ASP_PLUGIN_NOT_A_PROVIDER"
+  | "ASP_PLUGIN_OUT_OF_PROCESS"
+  | "ASP_PLUGIN_VERIFIER_UNSANDBOXED"
+  | "ASP_PLUGIN_VERIFIER_FAILED";
 
 /** Every {@link PluginErrorCode}. */
 export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
@@ -105,6 +115,9 @@ export const PLUGIN_ERROR_CODES: readonly PluginErrorCode[] = Object.freeze([
   "ASP_PLUGIN_UNKNOWN_REQUIREMENT",
   "ASP_PLUGIN_BAD_POLICY",
   "ASP_PLUGIN_NOT_A_PROVIDER",
+  "ASP_PLUGIN_OUT_OF_PROCESS",
+  "ASP_PLUGIN_VERIFIER_UNSANDBOXED",
+  "ASP_PLUGIN_VERIFIER_FAILED",
 ]);
 
 /** Thrown by `@asp/plugin-host`; a refusal's code says exactly which check failed. */

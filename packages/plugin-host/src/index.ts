@@ -31,7 +31,7 @@ export {
   writeKeyPair,
 } from "./keys.js";
 export type { LoadPluginsOptions, PluginPolicy, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
-export { factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
+export { checkPluginOptions, factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
 export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
 export type {
@@ -43,8 +43,8 @@ export type {
   PolicySnippet,
 } from "./pin.js";
 export { assertRequirementsExist, matchingGrants, pinInPolicy, pinPolicyFile, policySnippet } from "./pin.js";
-export type { ContentReader, PluginPorts } from "./ports.js";
-export { PLUGIN_PORT_KEYS } from "./ports.js";
+export type { ContentReader, InProcessKind, PluginPorts } from "./ports.js";
+export { assertPluginPorts, checkVerifyResponse, PLUGIN_PORT_KEYS } from "./ports.js";
 export type { SignatureFile, SignedPayload, SignResult } from "./signature.js";
 export { readSignatureFile, SIGNATURE_TYPE, signedMessage, signPlugin, verifySignature } from "./signature.js";
 export type { TrustDocument, TrustRoot } from "./trust.js";

@@ -266,6 +266,13 @@ export interface LoadPluginsOptions {
    * not listed is never imported: its code does not enter a host that does not use it.
    */
   readonly kinds?: readonly PluginKind[];
+  /**
+   * Where verifier plugins will run (default `in_process`). With `subprocess`, a verified
+   * verifier's entry is never imported into this process: it is loaded as a launch description
+   * (`LoadedVerifier.isolation: "subprocess"`) for `launchVerifier`, which imports it in a
+   * sandboxed child, checks its declaration there and validates its options (ADR 0011).
+   */
+  readonly verifierIsolation?: "in_process" | "subprocess";
 }
 
 /**
@@ -379,6 +386,43 @@ const BRANDS = {
   engine: PLUGIN_BRANDS.engine,
 } as const;
 
+/**
+ * Check a plugin's options from trusted configuration against the `optionsSchema` its declaration
+ * gives (ajv, JSON Schema 2020-12), as `loadPlugins` does before `init`; `@asp/ths`
+ * `launchVerifier` does the same with the schema an out-of-process verifier reports.
+ *
+ * @throws PluginError `ASP_PLUGIN_BAD_OPTIONS` naming the first failing pointer;
+ *   `ASP_PLUGIN_LOAD_FAILED` when the schema does not compile.
+ */
+export function checkPluginOptions(id: string, schema: unknown, options: unknown): void {
+  let ok: boolean;
+  let detail = "";
+  try {
+    const fn = new Ajv2020({ allErrors: true, strict: false }).compile(schema as object);
+    ok = fn(options) === true;
+    const first = fn.errors?.[0];
+    if (first) detail = `${first.instancePath || "/"} ${first.message ?? ""}`;
+  } catch (error) {
+    throw loadFailed(id, `its optionsSchema does not compile: ${(error as Error).message}`, error);
+  }
+  if (!ok)
+    throw new PluginError("ASP_PLUGIN_BAD_OPTIONS", `options for ${id} are invalid: ${detail}`, { data: { id } });
+}
+
+/** The init of a verifier loaded for a subprocess: never callable in this process. */
+function outOfProcessInit(id: string): CapturedInit {
+  return Object.freeze({
+    deps: Object.freeze({}),
+    init: () => {
+      throw new PluginError(
+        "ASP_PLUGIN_OUT_OF_PROCESS",
+        `verifier ${id} was loaded to run out of process (verifierIsolation "subprocess"): launch it with launchVerifier`,
+        { data: { id } },
+      );
+    },
+  });
+}
+
 function loadFailed(id: string, why: string, cause?: unknown): PluginError {
   return new PluginError("ASP_PLUGIN_LOAD_FAILED", `${id}: ${why}`, {
     data: { id },
@@ -416,22 +460,7 @@ async function loadInProcess(
   if (caps.length === 0 || caps.some((c) => !v.manifest.capabilities.includes(c))) {
     throw loadFailed(id, "the declaration claims capabilities its signed manifest does not declare");
   }
-  if (decl.optionsSchema !== undefined) {
-    let ok: boolean;
-    let detail = "";
-    try {
-      const ajv = new Ajv2020({ allErrors: true, strict: false });
-      const fn = ajv.compile(decl.optionsSchema as object);
-      ok = fn(options) === true;
-      const first = fn.errors?.[0];
-      if (first) detail = `${first.instancePath || "/"} ${first.message ?? ""}`;
-    } catch (error) {
-      throw loadFailed(id, `its optionsSchema does not compile: ${(error as Error).message}`, error);
-    }
-    if (!ok) {
-      throw new PluginError("ASP_PLUGIN_BAD_OPTIONS", `options for ${id} are invalid: ${detail}`, { data: { id } });
-    }
-  }
+  if (decl.optionsSchema !== undefined) checkPluginOptions(id, decl.optionsSchema, options);
   if (typeof decl.register !== "function") throw loadFailed(id, "the declaration has no register()");
   const captured: CapturedInit[] = [];
   try {
@@ -573,6 +602,25 @@ export async function loadPlugins(options: LoadPluginsOptions): Promise<PluginLo
             plugin: v.manifest,
             manifest: r.value,
             evidence,
+          }),
+        );
+      } else if (
+        v.manifest.kind === "verifier" &&
+        options.verifierIsolation === "subprocess" &&
+        (options.kinds === undefined || options.kinds.includes("verifier"))
+      ) {
+        // Nothing of it runs here: its declaration is checked in the sandboxed child.
+        verifiers.push(
+          Object.freeze({
+            $$type: "@asp/LoadedVerifier",
+            dir: v.dir,
+            cached: cached.dir,
+            plugin: v.manifest,
+            evidence,
+            options: options.pluginOptions?.[id] ?? {},
+            init: outOfProcessInit(id),
+            isolation: "subprocess",
+            entryPath: cached.entryPath,
           }),
         );
       } else if (options.kinds === undefined || options.kinds.includes(v.manifest.kind)) {

@@ -68,6 +68,15 @@ export interface LoadedInProcess {
 /** A verified, granted verifier plugin (not yet instantiated: see `registerPlugins`). */
 export interface LoadedVerifier extends LoadedInProcess {
   readonly $$type: "@asp/LoadedVerifier";
+  /**
+   * `subprocess` when `loadPlugins` ran with `verifierIsolation: "subprocess"`: its entry was
+   * never imported here, `init` throws `ASP_PLUGIN_OUT_OF_PROCESS`, `options` are not validated
+   * yet (`launchVerifier` does it against the declaration the child reports). Absent: imported
+   * in-process.
+   */
+  readonly isolation?: "subprocess";
+  /** The entry inside the verified copy (`cached`), set with `isolation: "subprocess"`. */
+  readonly entryPath?: string;
 }
 
 /** A verified, granted sandbox plugin (not yet instantiated: see `registerPlugins`). */
