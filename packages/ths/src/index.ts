@@ -60,6 +60,7 @@ export { Host } from "./host.js";
 export type { HostChecksOptions } from "./host-checks.js";
 export { committedTree, createHostChecks, gatingFindings } from "./host-checks.js";
 export type { LaunchRecord } from "./launcher.js";
+export { LAUNCH_CAPABILITY, launchSandbox, storeFolders } from "./launcher.js";
 export type { CandidatePolicySetting } from "./policy-change.js";
 export { candidatePolicyPaths } from "./policy-change.js";
 export { checkPolicyRevision, loadPolicy } from "./policy-file.js";
@@ -72,3 +73,12 @@ export type { FailOpenSink, HostPolicy, IdSource, ProviderSet, RefusedProvider, 
 export { THS_TOKENS } from "./tokens.js";
 export type { ProviderLaunch, TrustedLocations, UntrustedLocation } from "./trusted-location.js";
 export { assertTrustedLocations, manifestLocationsInside, untrustedLocations } from "./trusted-location.js";
+export { VERIFIER_METHODS } from "./verifier-child/wire.js";
+export type {
+  LaunchedVerifier,
+  LaunchVerifierOptions,
+  VerifierAttempt,
+  VerifierLaunch,
+  VerifierNetwork,
+} from "./verifier-launch.js";
+export { launchVerifier, underBaseUrl, VERIFIER_CHILD_ENTRY } from "./verifier-launch.js";

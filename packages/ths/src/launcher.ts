@@ -57,6 +57,16 @@ export function providerCodeFolders(manifest: ProviderManifest): string[] {
 }
 
 /**
+ * The store folder and its `.plugins`, `.stat-cache` and `.journal` siblings: what no provider or
+ * verifier process may see (none for an in-memory or database store: `null`).
+ */
+export function storeFolders(storeLocation: string | null): string[] {
+  if (storeLocation === null) return [];
+  const s = resolve(storeLocation);
+  return [s, `${s}.plugins`, `${s}.stat-cache`, `${s}.journal`];
+}
+
+/**
  * Launches providers through the chosen sandbox, shared by every supervisor of one host. It
  * denies the store folder and its `.plugins`, `.stat-cache` and `.journal` siblings, and every
  * candidate repository this host has evaluated so far (a provider is launched once per host,
@@ -82,8 +92,7 @@ export class ProviderLauncher {
 
   /** The folders no provider may see. */
   deny(): string[] {
-    const store = this.storeLocation === null ? [] : [resolve(this.storeLocation)];
-    return [...store.flatMap((s) => [s, `${s}.plugins`, `${s}.stat-cache`, `${s}.journal`]), ...this.repos];
+    return [...storeFolders(this.storeLocation), ...this.repos];
   }
 
   /**

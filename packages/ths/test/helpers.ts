@@ -1,10 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { CallSite, Policy, ProviderManifest } from "@asp/contracts";
+import type { CallSite, PluginCapability, Policy, ProviderManifest } from "@asp/contracts";
 import { blobDigest } from "@asp/evidence";
 import { digestPlugin } from "@asp/plugin-host";
+import { afterAll, beforeAll } from "vitest";
 import { type ComposedHost, type ComposeHostOptions, composeHost, type FailOpen } from "../src/index.js";
 
 export const FIXTURES = fileURLToPath(new URL("./fixtures/", import.meta.url));
@@ -135,4 +138,77 @@ export async function testHost(
     ...options,
   });
   return { host, failOpens };
+}
+
+/** Can bwrap create the namespaces a launch needs here? (sandbox-bubblewrap probes the same way.) */
+export function bwrapRuns(): { ok: boolean; detail: string } {
+  const r = spawnSync(
+    "bwrap",
+    ["--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+    { encoding: "utf8" },
+  );
+  if (r.error !== undefined) return { ok: false, detail: `bwrap cannot be run: ${r.error.message}` };
+  return r.status === 0 ? { ok: true, detail: "" } : { ok: false, detail: `bwrap fails: ${r.stderr.trim()}` };
+}
+
+/**
+ * A loopback TCP listener for the file's tests (opened before them, closed after) that counts the
+ * connections it gets and drops each: a sandboxed process that connected would show here.
+ */
+export function connectionCounter(): { readonly port: number; readonly connections: number } {
+  const state = { port: 0, connections: 0 };
+  let listener: Server | undefined;
+  beforeAll(async () => {
+    const server = createServer((socket) => {
+      state.connections++;
+      socket.destroy();
+    });
+    listener = server;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    state.port = (server.address() as { port: number }).port;
+  });
+  afterAll(
+    () => new Promise<void>((resolve) => (listener === undefined ? resolve() : listener.close(() => resolve()))),
+  );
+  return state;
+}
+
+/**
+ * Fresh folders under one temp folder of this test file (removed after its tests):
+ * `fresh("store")` is a new, empty `<tmp>/store-<n>`.
+ */
+export function freshDirs(prefix: string): (name: string) => string {
+  const tmp = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+  let n = 0;
+  return (name) => {
+    const dir = join(tmp, `${name}-${n++}`);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  };
+}
+
+/** Write an (unsigned) verifier plugin into `dir`: its manifest and `entry` as `main.mjs`. */
+export function writeVerifierPlugin(
+  dir: string,
+  id: string,
+  entry: string,
+  capabilities: readonly PluginCapability[] = ["review"],
+): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, "asp-plugin.json"),
+    JSON.stringify({
+      id,
+      version: "1.0.0",
+      kind: "verifier",
+      entry: "main.mjs",
+      capabilities,
+      diagnosticSources: [],
+      protocolVersion: "1.0",
+      engines: { node: ">=20" },
+    }),
+  );
+  writeFileSync(join(dir, "main.mjs"), entry);
+  return dir;
 }

@@ -1,14 +1,20 @@
-import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DecisionEnvelope, Policy, ProviderManifest } from "@asp/contracts";
 import { digestPlugin, PluginError, type Sandbox } from "@asp/plugin-host";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type ComposedHost, composeHost, THS_TOKENS } from "../src/index.js";
-import { FIXTURES, fakeClock, manifest, policyFor, tempRepo } from "./helpers.js";
+import {
+  bwrapRuns,
+  connectionCounter,
+  FIXTURES,
+  fakeClock,
+  freshDirs,
+  manifest,
+  policyFor,
+  tempRepo,
+} from "./helpers.js";
 
 // host §3 / THREAT-MODEL invariant 6: a provider that tries to write the worktree, read the store,
 // open a socket or spawn a process that writes outside fails at each under sandbox-bubblewrap
@@ -22,30 +28,13 @@ const SANDBOX = join(ROOT, "plugins", "sandbox-bubblewrap", "dist", "plugin");
 const TRUST_ROOT = join(ROOT, "examples", "keys", "example.key.pub");
 const SANDBOX_ID = "asp.sandbox-bubblewrap";
 
-/** Can bwrap create the namespaces a launch needs here? (The plugin probes the same way.) */
-function bwrapRuns(): { ok: boolean; detail: string } {
-  const r = spawnSync(
-    "bwrap",
-    ["--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-    { encoding: "utf8" },
-  );
-  if (r.error !== undefined) return { ok: false, detail: `bwrap cannot be run: ${r.error.message}` };
-  return r.status === 0 ? { ok: true, detail: "" } : { ok: false, detail: `bwrap fails: ${r.stderr.trim()}` };
-}
 const bwrap = bwrapRuns();
 const skipWithoutBwrap = !bwrap.ok && process.env.ASP_TEST_NO_BWRAP === "1";
 if (skipWithoutBwrap) {
   process.stderr.write(`sandbox-launch.test: SKIPPING the bubblewrap tests (ASP_TEST_NO_BWRAP=1): ${bwrap.detail}\n`);
 }
 
-const tmp = mkdtempSync(join(tmpdir(), "asp-ths-sandbox-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-let n = 0;
-const fresh = (name: string): string => {
-  const dir = join(tmp, `${name}-${n++}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-};
+const fresh = freshDirs("asp-ths-sandbox-");
 
 /**
  * A provider folder that holds everything it runs (the fixture, its plumbing and vscode-jsonrpc):
@@ -103,18 +92,7 @@ const escapes = (e: DecisionEnvelope): string[] =>
 const reasons = (e: DecisionEnvelope): string[] => e.coverage.degraded.map((d) => d.reason);
 const modeOf = (e: DecisionEnvelope, id: string) => e.assurance.providers?.find((p) => p.provider === id);
 
-let listener: Server;
-let port = 0;
-let connections = 0;
-beforeAll(async () => {
-  listener = createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-  port = (listener.address() as { port: number }).port;
-});
-afterAll(() => new Promise<void>((resolve) => listener.close(() => resolve())));
+const net = connectionCounter();
 
 /** One attack: its flags, given the repo and store of the run, and what proves it escaped. */
 interface Attack {
@@ -124,7 +102,7 @@ interface Attack {
 const ATTACKS: readonly Attack[] = [
   { name: "write", target: ({ repo }) => join(repo, "src", "a.ts") },
   { name: "read", target: ({ store }) => store },
-  { name: "net", target: () => String(port) },
+  { name: "net", target: () => String(net.port) },
   { name: "spawn", target: ({ marker }) => marker },
 ];
 
@@ -138,7 +116,7 @@ async function run(attack: Attack, sandboxed: boolean) {
     "--target-hex",
     hex(attack.target({ repo, store, marker })),
   ]);
-  const before = connections;
+  const before = net.connections;
   const h = await host(provider, store, sandboxed);
   try {
     const { envelope, receipt } = await h.gate({ repo });
@@ -147,7 +125,7 @@ async function run(attack: Attack, sandboxed: boolean) {
       receipt,
       id: provider.id,
       wrote: readFileSync(join(repo, "src", "a.ts"), "utf8").includes("injected"),
-      connected: connections > before,
+      connected: net.connections > before,
       marked: existsSync(marker),
     };
   } finally {
