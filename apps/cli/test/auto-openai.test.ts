@@ -79,6 +79,8 @@ describe("asp auto run --reviewer openai (issue 14 item 10)", { timeout: 120_000
     // model would compare equal and be refused as its own Reviewer.
     expect(projection.review_runs[0]?.reviewer?.fingerprint).toMatch(/^model:127\.0\.0\.1:\d+\/test-model$/);
     expect(r.stdout).not.toContain(KEY);
+    // The Reviewer ran under sandbox-bubblewrap; the key never entered its process (the host added it).
+    expect(projection.review_runs[0]?.reviewer?.launch).toMatchObject({ mode: "isolated", direct_write: false });
   });
 
   it("AM.states.8: a schema-invalid verdict twice is review_unavailable (no admissible verdict), recorded as unparseable, never a pass", async () => {
@@ -181,6 +183,13 @@ describe("asp auto run --guardian openai: the OpenAI-compatible verifier in the 
       },
     ]);
     expect(p.guardian_decisions[0]?.prompt_version).toMatch(/^asp\.verifier-openai@sha256:/);
+    // AM.invariants.1 / ADR 0011: the Guardian plugin ran in its own process under sandbox-bubblewrap,
+    // reaching only its endpoint through the host, which added the key.
+    expect(p.guardian_decisions[0]?.launch).toMatchObject({
+      mode: "isolated",
+      direct_write: false,
+      sandbox: { id: "asp.sandbox-bubblewrap" },
+    });
     // One question, to the Guardian: its request carries the canonical action, never the prose.
     expect(seen).toHaveLength(1);
     const sent = JSON.stringify(seen[0]?.body);

@@ -68,6 +68,40 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
     expect(human.stdout).toContain(`asp auto show ${run.projection.runId}`);
   });
 
+  it("AM.invariants.1: the Reviewer plugin runs in its own process under sandbox-bubblewrap, and the review binding records how", () => {
+    const { repo, config } = setup();
+    const run = autoRun(config, repo);
+    expect(run.code).toBe(0);
+    expect(run.projection.state).toBe("verified");
+    const launch = run.projection.review_runs[0]?.reviewer?.launch;
+    expect(launch).toMatchObject({ mode: "isolated", direct_write: false, sandbox: { id: "asp.sandbox-bubblewrap" } });
+    expect(launch?.mechanism).toContain("no worktree, no store");
+    const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
+    expect(human.stdout).toMatch(
+      /review \S+ by verifier:asp\.verifier-host-checks \(isolated, sandbox asp\.sandbox-bubblewrap, no worktree write\): verdict/,
+    );
+  });
+
+  it("AM.invariants.1: without a sandbox plugin the Reviewer plugin is never run (in the host or unconfined): a coded refusal before anything commits", async () => {
+    const { repo, config } = setup();
+    const c = JSON.parse(readFileSync(config, "utf8")) as { plugins: string[]; store: string };
+    writeFileSync(config, JSON.stringify({ ...c, plugins: c.plugins.filter((p) => !p.includes("sandbox-")) }));
+    const run = autoRun(config, repo);
+    expect(run.code).toBe(64);
+    const error = (
+      run.projection as unknown as { error: { code: string; message: string; data: { refused: unknown } } }
+    ).error;
+    expect(error.code).toBe("ASP_CLI_BAD_INPUT");
+    expect(error.data.refused).toEqual([{ id: "asp.verifier-host-checks", code: "ASP_PLUGIN_VERIFIER_UNSANDBOXED" }]);
+    expect(error.message).toContain("plugins/sandbox-bubblewrap");
+    const store = await openStore(c.store);
+    try {
+      expect(await store.log.list({ kind: AUTO_FACT_KINDS.run })).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("a candidate that breaks a check ends completed_with_issues, each finding naming the file (exit 1)", () => {
     const { root, repo, config } = setup();
     const script = scriptFile(

@@ -59,14 +59,16 @@ export const AUTO_MODE = {
 };
 
 /**
- * {@link exampleCopy} whose host configuration also loads `plugins` (folders) and sets `extra`
- * top-level fields (`autoMode`, `pluginOptions` ...): the trusted configuration of an Auto Run test.
+ * {@link exampleCopy} with the two sandbox plugins (a Reviewer or Guardian plugin runs only under
+ * sandbox-bubblewrap, ADR 0011) whose host configuration also loads `plugins` (folders) and sets
+ * `extra` top-level fields (`autoMode`, `pluginOptions` ...): the trusted configuration of an Auto
+ * Run test.
  */
 export function autoModeCopy(
   plugins: readonly string[],
   extra: Readonly<Record<string, unknown>>,
 ): { root: string; repo: string; config: string } {
-  const copy = exampleCopy();
+  const copy = exampleCopy({ sandboxes: true });
   const config = JSON.parse(readFileSync(copy.config, "utf8")) as { plugins: string[] };
   writeFileSync(copy.config, JSON.stringify({ ...config, plugins: [...config.plugins, ...plugins], ...extra }));
   return copy;

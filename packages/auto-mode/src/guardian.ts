@@ -6,6 +6,7 @@ import {
   type RiskLevel,
   type RunIdentity,
   type Verifier,
+  type VerifierLaunch,
   validate,
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
@@ -119,6 +120,11 @@ export interface GuardianRule {
 /** A Guardian: who it is (frozen into each assessment) and how it answers one request. */
 export interface Guardian {
   readonly identity: { readonly prompt_version: string; readonly model_version: string };
+  /**
+   * How the Guardian's process was launched (a verifier plugin under the host's sandbox, ADR
+   * 0011), frozen into every assessment and failure record. Absent: one the host runs itself.
+   */
+  readonly launch?: VerifierLaunch;
   assess(request: GuardianRequest, signal: AbortSignal): Promise<unknown>;
 }
 
@@ -186,9 +192,14 @@ export function createRulesGuardian(options: {
  * action digest and class beside it, and the answer is read like any Guardian's
  * ({@link parseGuardianAnswer}): a reply that is not a Guardian answer is invalid output.
  */
-export function guardianFromVerifier(verifier: Pick<Verifier, "verify">, identity: Guardian["identity"]): Guardian {
+export function guardianFromVerifier(
+  verifier: Pick<Verifier, "verify">,
+  identity: Guardian["identity"],
+  launch?: VerifierLaunch,
+): Guardian {
   return {
     identity: { prompt_version: identity.prompt_version, model_version: identity.model_version },
+    ...(launch === undefined ? {} : { launch: { ...launch } }),
     async assess(request, signal) {
       const reply = await verifier.verify({
         kind: "guardian",
@@ -324,6 +335,8 @@ export function guardianAssessment(input: {
   readonly generation: number;
   readonly decidedAt: string;
   readonly capabilityExpiresAt: string;
+  /** How the Guardian was launched: recorded, outside both digests (evidence of assurance). */
+  readonly launch?: VerifierLaunch;
 }): GuardianAssessment {
   const { audit, answer } = input;
   const requestDigest = permissionRequestDigest(audit);
@@ -354,6 +367,7 @@ export function guardianAssessment(input: {
     policy_version: audit.policy_version,
     prompt_version: audit.prompt_version,
     model_version: audit.model_version,
+    ...(input.launch === undefined ? {} : { launch: input.launch }),
     audit_id: audit.audit_id,
     audit_request_digest: requestDigest,
     assessment_digest: assessmentDigest,
@@ -429,6 +443,8 @@ export interface GuardianFailure {
   readonly policy_version: string;
   readonly prompt_version: string;
   readonly model_version: string;
+  /** How the Guardian was launched (as on an assessment), outside both digests. */
+  readonly launch?: VerifierLaunch;
   readonly audit_id: string;
   readonly audit_request_digest: string;
   readonly assessment_digest: string;
@@ -444,6 +460,7 @@ export function guardianFailure(input: {
   readonly outcome: GuardianFailureOutcome;
   readonly detail: string;
   readonly decidedAt: string;
+  readonly launch?: VerifierLaunch;
 }): GuardianFailure {
   const { audit } = input;
   const requestDigest = permissionRequestDigest(audit);
@@ -459,6 +476,7 @@ export function guardianFailure(input: {
     policy_version: audit.policy_version,
     prompt_version: audit.prompt_version,
     model_version: audit.model_version,
+    ...(input.launch === undefined ? {} : { launch: input.launch }),
     audit_id: audit.audit_id,
     audit_request_digest: requestDigest,
     assessment_digest: digest({
@@ -501,6 +519,48 @@ export function permissionAssessmentOf(r: GuardianAssessment | GuardianFailure):
 
 const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
 
+/** Whether `v` is a {@link VerifierLaunch} (the contracts' closed shape). Pure. */
+export function isVerifierLaunch(v: unknown): v is VerifierLaunch {
+  if (typeof v !== "object" || v === null) return false;
+  const l = v as Record<string, unknown>;
+  const allowed = ["mode", "mechanism", "sandbox", "direct_write", "reason"];
+  if (Object.keys(l).some((k) => !allowed.includes(k))) return false;
+  if (typeof l.mode !== "string" || l.mode === "" || l.mode.length > 64) return false;
+  if (typeof l.mechanism !== "string" || l.mechanism.length > 500) return false;
+  if (typeof l.direct_write !== "boolean") return false;
+  if (l.reason !== undefined && (typeof l.reason !== "string" || l.reason.length > 500)) return false;
+  if (l.sandbox === null) return true;
+  const s = l.sandbox as Record<string, unknown> | undefined;
+  return (
+    typeof s === "object" &&
+    s !== null &&
+    Object.keys(s).sort().join(",") === "digest,id" &&
+    typeof s.id === "string" &&
+    s.id !== "" &&
+    DIGEST_RE.test(String(s.digest))
+  );
+}
+
+/**
+ * The contracts' {@link VerifierLaunch} of an out-of-process verifier's launch as
+ * `@asp/ths` `launchVerifier` reports it (`directWrite` becomes `direct_write`). Pure.
+ */
+export function verifierLaunchOf(launch: {
+  readonly mode: string;
+  readonly mechanism: string;
+  readonly sandbox: { readonly id: string; readonly digest: string } | null;
+  readonly directWrite: boolean;
+  readonly reason?: string;
+}): VerifierLaunch {
+  return {
+    mode: launch.mode.slice(0, 64),
+    mechanism: launch.mechanism.slice(0, 500),
+    sandbox: launch.sandbox === null ? null : { id: launch.sandbox.id, digest: launch.sandbox.digest },
+    direct_write: launch.directWrite,
+    ...(launch.reason === undefined ? {} : { reason: launch.reason.slice(0, 500) }),
+  };
+}
+
 /**
  * Check a {@link GuardianFailure} record: its closed shape, and both digests re-derive from its
  * own fields. Null when it holds, else the problem. Pure.
@@ -508,7 +568,11 @@ const DIGEST_RE = /^sha256:[0-9a-f]{64}$/;
 export function checkGuardianFailure(record: unknown): string | null {
   const r = record as Partial<GuardianFailure> | null;
   if (typeof r !== "object" || r === null) return "guardian_failure: not an object";
-  const keys = Object.keys(r).sort().join(",");
+  const keys = Object.keys(r)
+    .filter((k) => k !== "launch")
+    .sort()
+    .join(",");
+  if (r.launch !== undefined && !isVerifierLaunch(r.launch)) return "guardian_failure: bad launch";
   const want =
     "action_class,action_digest,ask_decision_id,assessment_digest,audit_id,audit_request_digest,decided_at,detail,failure_id,model_version,outcome,policy_version,prompt_version,run";
   if (keys !== want) return `guardian_failure: fields ${keys}`;

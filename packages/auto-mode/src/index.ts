@@ -90,11 +90,13 @@ export {
   guardianFailure,
   guardianFromVerifier,
   guardianRequestOf,
+  isVerifierLaunch,
   parseGuardianAnswer,
   permissionAssessment,
   permissionAssessmentOf,
   permissionAuditRequest,
   permissionRequestDigest,
+  verifierLaunchOf,
 } from "./guardian.js";
 export type { FindingContent } from "./identity.js";
 export {

@@ -7,6 +7,7 @@ import {
   REVIEW_VERDICTS,
   type ReviewVerdict,
   type Verifier,
+  type VerifierLaunch,
 } from "@asp/contracts";
 import type { ActorIdentity } from "./engine.js";
 import type { FindingContent } from "./identity.js";
@@ -19,6 +20,12 @@ export interface ReviewerPort {
   /** Who answers. Read before every attempt: a change from the frozen identity is drift. */
   readonly identity: ActorIdentity & { readonly model?: string };
   readonly verifier: Verifier;
+  /**
+   * How the Reviewer's process was launched (a verifier plugin under the host's sandbox, ADR
+   * 0011), frozen into the review run's Reviewer binding. Absent: a Reviewer the composing host
+   * runs itself.
+   */
+  readonly launch?: VerifierLaunch;
   /**
    * The read-only evidence adapter: the required material of the snapshot it cannot cover (empty
    * when it covers everything). Absent: the adapter covers every ref.

@@ -78,6 +78,7 @@ export type {
   RunIdentity,
   TerminalRecord,
   TerminalRecordProblem,
+  VerifierLaunch,
 } from "./schemas/auto-mode.js";
 export {
   AutoAuditCompletedEventSchema,
@@ -105,6 +106,7 @@ export {
   TERMINAL_USER_TRUTH,
   TerminalRecordSchema,
   terminalUserTruth,
+  VerifierLaunchSchema,
 } from "./schemas/auto-mode.js";
 export type {
   ApplyReceipt,

@@ -25,14 +25,17 @@ import {
   type ReviewerPort,
   readRunFacts,
   runtimeStageFlags,
+  verifierLaunchOf,
 } from "@asp/auto-mode";
-import type { Policy } from "@asp/contracts";
+import type { Policy, VerifierLaunch } from "@asp/contracts";
 import { canonicalize, type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
 import {
   createTempPluginCache,
   type LoadedVerifier,
   loadPlugins,
   TOKENS as PLUGIN_TOKENS,
+  PluginError,
+  type PluginPorts,
   readTrustRoots,
   registerPlugins,
   removePluginCache,
@@ -40,7 +43,19 @@ import {
 import { classifyAction } from "@asp/policy";
 import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
 import { isPostgresUrl } from "@asp/store-postgres";
-import { assertTrustedLocations, type ComposedHost, committedTree, createHostChecks, type HostConfig } from "@asp/ths";
+import {
+  assertTrustedLocations,
+  type ComposedHost,
+  committedTree,
+  createHostChecks,
+  type HostConfig,
+  type LaunchedVerifier,
+  launchSandbox,
+  launchVerifier,
+  type SandboxSet,
+  storeFolders,
+  THS_TOKENS,
+} from "@asp/ths";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -84,6 +99,12 @@ export function renderProjection(p: AutoRunProjection): string {
       `${f.material ? "✖" : "·"} ${t(f.severity)} ${t(f.category)} ${t(f.claim)} [${f.evidence_refs.map(t).join(", ")}] (${status})`,
     );
   }
+  for (const r of p.review_runs) {
+    if (r.reviewer === null) continue;
+    lines.push(
+      `review ${t(r.review_run_id)} by ${t(r.reviewer.actor_id)} (${r.reviewer.launch === undefined ? "run by the host" : launchText(r.reviewer.launch)}): ${r.attempts.map((a) => t(a.outcome)).join(", ") || "no attempt"}`,
+    );
+  }
   for (const r of p.repair_runs) {
     lines.push(
       `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]`,
@@ -116,7 +137,14 @@ function guardianLine(g: GuardianDecisionView): string {
     g.decision === null ? `no decision (${t(g.failure ?? "failed")})` : `${t(g.decision)} (risk ${t(g.risk ?? "-")})`;
   const by = g.resolution_actor === null ? "advice only (Stage 6)" : `${t(g.resolution)} by ${t(g.resolution_actor)}`;
   const rationale = g.rationale === null ? "" : `: ${t(g.rationale)}`;
-  return `guardian step ${g.step_ordinal} ${what}: ${decided}, ${by}, audit ${t(g.audit_id)}${g.capability_id === null ? "" : `, capability ${t(g.capability_id)} used once`}${rationale}`;
+  const launch = g.launch === undefined ? "" : ` (${launchText(g.launch)})`;
+  return `guardian step ${g.step_ordinal} ${what}: ${decided}, ${by}${launch}, audit ${t(g.audit_id)}${g.capability_id === null ? "" : `, capability ${t(g.capability_id)} used once`}${rationale}`;
+}
+
+/** How a verifier's process was launched, in a few words: its mode and the sandbox that confines it. */
+function launchText(l: VerifierLaunch): string {
+  const where = l.sandbox === null ? "no sandbox" : `sandbox ${t(l.sandbox.id)}`;
+  return `${t(l.mode)}, ${where}${l.direct_write ? ", can write the worktree" : ", no worktree write"}`;
 }
 
 /**
@@ -335,6 +363,8 @@ async function verifierFor(
     cacheDir: isPostgresUrl(config.store) ? processPluginCache() : `${resolve(host.store.location)}.plugins`,
     kinds: ["verifier"],
     pluginOptions: config.pluginOptions,
+    // Never imported here: it runs in its own process under the granted sandbox (ADR 0011).
+    verifierIsolation: "subprocess",
   });
   const able = loaded.verifiers.filter((v) => v.plugin.capabilities.includes(capability));
   const chosen = able.find((v) => reviewerNames(v.plugin.id).includes(name));
@@ -352,28 +382,84 @@ async function verifierFor(
 }
 
 /**
- * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
- * `review` from the host configuration's plugins, instantiated with the host's ports (clock,
- * content, and the host's checks over `repo`), under its own identity: actor `verifier:<id>`, a
- * session per run, fingerprint `<id>@<digest>;options=<digest of its trusted options>`.
- * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named);
- *   PluginError from its init (e.g. `ASP_PLUGIN_PORT_UNAVAILABLE`).
+ * Launch `chosen` in its own process under the host's granted sandbox (`sandbox:bubblewrap`,
+ * issue 27 item 4, ADR 0011): it sees its verified copy and the Node runtime read-only, a bounded
+ * scratch `/tmp`, never the repository or the store; it reaches the host only through `ports`,
+ * and the network only at its trusted `baseUrl` (plugin options), with the key named by
+ * `apiKeyEnv` added by the host. Each child is pushed onto `children` for the caller to close.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` (`data.refused` naming the plugin's code) when it cannot
+ *   be launched confined, or what it declares is refused (`ASP_PLUGIN_VERIFIER_UNSANDBOXED`,
+ *   `ASP_PLUGIN_BAD_OPTIONS` ...).
  */
-async function reviewerFor(name: string, config: HostConfig, host: ComposedHost, repo: string): Promise<ReviewerPort> {
-  const { chosen, cacheDir } = await verifierFor(name, "review", "Reviewer", config, host);
-  const c = host.container.createChildContainer();
+async function launchedVerifier(
+  chosen: LoadedVerifier,
+  role: "Reviewer" | "Guardian",
+  config: HostConfig,
+  host: ComposedHost,
+  repo: string,
+  ports: PluginPorts,
+  children: LaunchedVerifier[],
+): Promise<LaunchedVerifier> {
+  const id = chosen.plugin.id;
+  const sandbox = launchSandbox(host.container.resolve<SandboxSet>(THS_TOKENS.Sandboxes).sandboxes);
+  const options = (config.pluginOptions[id] ?? {}) as { baseUrl?: unknown; apiKeyEnv?: unknown };
+  const keyEnv = typeof options.apiKeyEnv === "string" ? options.apiKeyEnv : undefined;
+  const network =
+    typeof options.baseUrl === "string"
+      ? {
+          baseUrl: options.baseUrl,
+          ...(keyEnv === undefined ? {} : { credential: { env: keyEnv, value: () => process.env[keyEnv] } }),
+        }
+      : undefined;
+  const location = isPostgresUrl(config.store) || host.store.location === "memory:" ? null : host.store.location;
+  try {
+    const child = await launchVerifier(chosen, {
+      sandbox,
+      ports,
+      deny: [repo, ...storeFolders(location)],
+      ...(network === undefined ? {} : { network }),
+    });
+    children.push(child);
+    return child;
+  } catch (error) {
+    if (!(error instanceof PluginError)) throw error;
+    throw new UsageError("ASP_CLI_BAD_INPUT", `${role} ${id} cannot run: ${error.code}: ${error.message}`, {
+      data: { [role === "Reviewer" ? "reviewer" : "guardian"]: id, refused: [{ id, code: error.code }] },
+    });
+  }
+}
+
+/**
+ * The Reviewer `--reviewer NAME` picks: a verified, granted verifier plugin with capability
+ * `review` from the host configuration's plugins, run in its own sandboxed process
+ * ({@link launchedVerifier}) with the host's ports (clock, content, and the host's checks over
+ * `repo`), under its own identity: actor `verifier:<id>`, a session per run, fingerprint
+ * `<id>@<digest>;options=<digest of its trusted options>`.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Reviewer is loaded (the refused ones named)
+ *   or it cannot be launched confined.
+ */
+async function reviewerFor(
+  name: string,
+  config: HostConfig,
+  host: ComposedHost,
+  repo: string,
+  children: LaunchedVerifier[],
+): Promise<ReviewerPort> {
+  const { chosen } = await verifierFor(name, "review", "Reviewer", config, host);
   const objects = host.store.objects;
-  registerPlugins(
-    c,
-    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir },
+  const verifier = await launchedVerifier(
+    chosen,
+    "Reviewer",
+    config,
+    host,
+    repo,
     {
       clock: { now: () => new Date() },
       content: { read: async (d) => ((await objects.has("blob", d)) ? objects.readBlob(d) : null) },
       checks: createHostChecks({ host, store: host.store, repo, excludes: config.excludes }),
     },
+    children,
   );
-  const [verifier] = c.resolveAll(PLUGIN_TOKENS.Verifier);
-  if (verifier === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `Reviewer ${name} did not register`);
   const id = chosen.plugin.id;
   return {
     identity: {
@@ -382,15 +468,18 @@ async function reviewerFor(name: string, config: HostConfig, host: ComposedHost,
       fingerprint: actorFingerprint(id, chosen.evidence.digest, config.pluginOptions[id]),
     },
     verifier,
+    launch: verifierLaunchOf(verifier.launch),
   };
 }
 
 /**
  * The Guardian `--guardian NAME` picks: `rules` (built in, from `--guardian-rules`), or a
- * verified, granted verifier plugin with capability `guardian` (e.g. asp.verifier-openai), shown
- * only the host's canonical request; its prompt version is the plugin's verified digest, its model
- * the plugin's trusted model option.
- * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Guardian is loaded (the refused ones named).
+ * verified, granted verifier plugin with capability `guardian` (e.g. asp.verifier-openai), run in
+ * its own sandboxed process ({@link launchedVerifier}) and shown only the host's canonical
+ * request; its prompt version is the plugin's verified digest, its model the plugin's trusted
+ * model option.
+ * @throws UsageError `ASP_CLI_BAD_INPUT` when no such Guardian is loaded (the refused ones named)
+ *   or it cannot be launched confined.
  */
 async function guardianFor(
   name: string,
@@ -399,24 +488,30 @@ async function guardianFor(
   host: ComposedHost,
   repo: string,
   cwd: string,
+  children: LaunchedVerifier[],
 ): Promise<Guardian> {
   if (name === "rules") return readGuardianRules(resolve(cwd, flags.guardianRules as string), repo);
-  const { chosen, cacheDir } = await verifierFor(name, "guardian", "Guardian", config, host);
-  const c = host.container.createChildContainer();
-  registerPlugins(
-    c,
-    { providers: [], verifiers: [chosen], sandboxes: [], refused: [], cacheDir },
-    // A Guardian gets a clock and nothing else: the request is all it judges.
+  const { chosen } = await verifierFor(name, "guardian", "Guardian", config, host);
+  // A Guardian gets a clock and nothing else: the request is all it judges.
+  const verifier = await launchedVerifier(
+    chosen,
+    "Guardian",
+    config,
+    host,
+    repo,
     { clock: { now: () => new Date() }, content: { read: async () => null } },
+    children,
   );
-  const [verifier] = c.resolveAll(PLUGIN_TOKENS.Verifier);
-  if (verifier === undefined) throw new UsageError("ASP_CLI_BAD_INPUT", `Guardian ${name} did not register`);
   const id = chosen.plugin.id;
   const model = (config.pluginOptions[id] as { model?: unknown } | undefined)?.model;
-  return guardianFromVerifier(verifier, {
-    prompt_version: `${id}@${chosen.evidence.digest}`,
-    model_version: typeof model === "string" && model !== "" ? model : "plugin",
-  });
+  return guardianFromVerifier(
+    verifier,
+    {
+      prompt_version: `${id}@${chosen.evidence.digest}`,
+      model_version: typeof model === "string" && model !== "" ? model : "plugin",
+    },
+    verifierLaunchOf(verifier.launch),
+  );
 }
 
 /**
@@ -662,11 +757,21 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
   const repairScript =
     flags.repairScript === undefined ? undefined : readScript(resolve(ctx.io.cwd, flags.repairScript));
   await withComposedHost(ctx, "auto run", config, repo, flags.wait, async (host) => {
-    const reviewer = await reviewerFor(flags.reviewer, config, host, repo);
+    // The Reviewer's and the Guardian's sandboxed processes, ended with the run.
+    const children: LaunchedVerifier[] = [];
+    try {
+      await runWith(children, host);
+    } finally {
+      await Promise.all(children.map((c) => c.close()));
+    }
+  });
+
+  async function runWith(children: LaunchedVerifier[], host: ComposedHost): Promise<void> {
+    const reviewer = await reviewerFor(flags.reviewer, config, host, repo, children);
     const guardian =
       guardianChoice === undefined
         ? undefined
-        : await guardianFor(guardianChoice, flags, config, host, repo, ctx.io.cwd);
+        : await guardianFor(guardianChoice, flags, config, host, repo, ctx.io.cwd, children);
     const engine =
       flags.engine === "scripted"
         ? createScriptedEngine(script ?? (await defaultScript(repo, host.store, config.excludes)))
@@ -703,7 +808,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
       process.removeListener("exit", cleanup);
       cleanup();
     }
-  });
+  }
 }
 
 async function runIn(

@@ -1,4 +1,4 @@
-import type { GuardianAssessment } from "@asp/contracts";
+import type { GuardianAssessment, VerifierLaunch } from "@asp/contracts";
 import { auditCompletedEvent, auditStartedEvent } from "../audit.js";
 import { type AutoEvent, type StepAudit, type StepGuardian, type StepRecord, stepIdOf } from "../durable.js";
 import {
@@ -177,6 +177,7 @@ export async function reviewAsk(
       generation: ctx.record.generation,
       decidedAt,
       capabilityExpiresAt: new Date(Date.parse(decidedAt) + timeoutS * 1000).toISOString(),
+      ...(guardian.launch === undefined ? {} : { launch: guardian.launch }),
     });
     capabilityId = assessment.capability?.capability_id ?? null;
     record = { kind: "guardian", record: assessment };
@@ -188,6 +189,7 @@ export async function reviewAsk(
       outcome: f.outcome,
       detail: f.detail,
       decidedAt,
+      ...(guardian.launch === undefined ? {} : { launch: guardian.launch }),
     });
     record = { kind: "guardian_failure", record: failed };
   }
@@ -273,6 +275,8 @@ export interface GuardianDecisionView {
   readonly policy_version: string;
   readonly prompt_version: string;
   readonly model_version: string;
+  /** How the Guardian's process was launched, as its record froze it (absent: one the host runs itself). */
+  readonly launch?: VerifierLaunch;
 }
 
 /**
@@ -481,5 +485,6 @@ function viewOf(
     policy_version: record.policy_version,
     prompt_version: record.prompt_version,
     model_version: record.model_version,
+    ...(record.launch === undefined ? {} : { launch: record.launch }),
   };
 }

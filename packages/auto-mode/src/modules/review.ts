@@ -100,6 +100,7 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
             session_id: frozen.session_id,
             fingerprint: frozen.fingerprint,
             ...(frozen.model === undefined ? {} : { model: frozen.model }),
+            ...(selected?.launch === undefined ? {} : { launch: { ...selected.launch } }),
           },
     attempts: [],
     verdict: null,

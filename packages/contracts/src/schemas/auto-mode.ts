@@ -164,6 +164,24 @@ export const EvidenceSnapshotSchema = Type.Object(
 export type EvidenceSnapshot = Static<typeof EvidenceSnapshotSchema>;
 
 /**
+ * How a verifier (a Reviewer or a Guardian) was launched, frozen into its audit record (issue 27
+ * item 4, ADR 0011): the sandbox's reported mode and mechanism, the sandbox plugin that confines
+ * it (its verified id and digest; `null` for a verifier the composing host runs itself), and
+ * whether it could write the worktree. Evidence of assurance, never authority.
+ */
+export const VerifierLaunchSchema = Type.Object(
+  {
+    mode: Type.String({ minLength: 1, maxLength: 64 }),
+    mechanism: Type.String({ maxLength: 500 }),
+    sandbox: Type.Union([Type.Object({ id: Id, digest: Digest }, Closed), Type.Null()]),
+    direct_write: Type.Boolean(),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  Closed,
+);
+export type VerifierLaunch = Static<typeof VerifierLaunchSchema>;
+
+/**
  * One review run: how its Reviewer was selected, then its bounded attempts (at most one transient
  * retry). It binds the exact candidate payload and snapshot digests. A run whose selection found no
  * Reviewer satisfying the frozen independence policy (`reviewer_independence_unavailable`) has no
@@ -179,7 +197,17 @@ export const ReviewRunSchema = Type.Object(
     selection: StringEnum(REVIEWER_SELECTIONS),
     selected_at: Timestamp,
     reviewer: Type.Union([
-      Type.Object({ actor_id: Id, session_id: Id, fingerprint: Fingerprint, model: Type.Optional(Id) }, Closed),
+      Type.Object(
+        {
+          actor_id: Id,
+          session_id: Id,
+          fingerprint: Fingerprint,
+          model: Type.Optional(Id),
+          /** How the Reviewer's process was launched (absent: a Reviewer port the composing host supplied itself). */
+          launch: Type.Optional(VerifierLaunchSchema),
+        },
+        Closed,
+      ),
       Type.Null(),
     ]),
     attempts: Type.Array(
@@ -300,6 +328,8 @@ export const GuardianAssessmentSchema = Type.Object(
     policy_version: Id,
     prompt_version: Id,
     model_version: Id,
+    /** How the Guardian's process was launched (absent: a Guardian the composing host runs itself, e.g. the rules Guardian). */
+    launch: Type.Optional(VerifierLaunchSchema),
     audit_id: Id,
     audit_request_digest: Digest,
     assessment_digest: Digest,
