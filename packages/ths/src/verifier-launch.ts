@@ -92,6 +92,9 @@ export interface LaunchedVerifier extends Verifier {
 const PLACEHOLDER = "asp-host-held-credential";
 const MAX_HTTP_BODY = 4 * 1024 * 1024;
 const MAX_HTTP_ANSWER = 8 * 1024 * 1024;
+/** Requests to the endpoint in flight at once, and headers per request: more are refused. */
+const MAX_HTTP_IN_FLIGHT = 4;
+const MAX_HTTP_HEADERS = 64;
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 /** Request headers the child may not set (the host owns the connection). */
 const DROPPED_HEADERS = new Set([
@@ -275,10 +278,16 @@ export async function launchVerifier(
     options.onAttempt?.(attempt);
   };
   let closing = false;
+  const inFlight = new Set<AbortController>();
+  const abortInFlight = (): void => {
+    for (const a of inFlight) a.abort();
+  };
+  const verifyTimeout = options.verifyTimeoutMs ?? 600_000;
   const conn = ProviderConnection.launch(
     { executable: launched.executable, args: [...launched.args], cwd: launched.cwd, env: { ...launched.env } },
     options.maxMessageBytes ?? 16 * 1024 * 1024,
     (exit) => {
+      abortInFlight();
       if (!closing) {
         const how = exit.spawnError ?? (exit.signal !== null ? `signal ${exit.signal}` : `code ${exit.code}`);
         record("exited", `the verifier process exited (${how}); stderr: ${conn.stderr.slice(-300)}`);
@@ -331,22 +340,37 @@ export async function launchVerifier(
         );
         throw refusal("ASP_PLUGIN_NETWORK_DENIED", `${id} may reach only its granted endpoint`);
       }
-      if (params.method !== "POST" || typeof params.body !== "string" || params.body.length > MAX_HTTP_BODY) {
+      const given = params.headers ?? {};
+      if (
+        params.method !== "POST" ||
+        typeof params.body !== "string" ||
+        params.body.length > MAX_HTTP_BODY ||
+        typeof given !== "object" ||
+        Array.isArray(given) ||
+        Object.keys(given).length > MAX_HTTP_HEADERS
+      ) {
         record(
           "network_denied",
-          `HTTP ${String(params.method).slice(0, 10)} to the endpoint: only a POST of at most 4 MiB`,
+          `HTTP ${String(params.method).slice(0, 10)} to the endpoint: only a POST of at most 4 MiB with at most ${MAX_HTTP_HEADERS} headers`,
         );
         throw refusal("ASP_PLUGIN_NETWORK_DENIED", "only a POST with a body of at most 4 MiB");
       }
+      if (inFlight.size >= MAX_HTTP_IN_FLIGHT) {
+        record("network_denied", `more than ${MAX_HTTP_IN_FLIGHT} requests to the endpoint at once`);
+        throw refusal("ASP_PLUGIN_NETWORK_DENIED", `at most ${MAX_HTTP_IN_FLIGHT} requests at once`);
+      }
       const headers: Record<string, string> = {};
       const key = secret();
-      for (const [name, value] of Object.entries((params.headers ?? {}) as Record<string, unknown>)) {
+      for (const [name, value] of Object.entries(given as Record<string, unknown>)) {
         const lower = name.toLowerCase();
         if (DROPPED_HEADERS.has(lower) || typeof value !== "string") continue;
         headers[lower] = key === undefined ? value : value.split(PLACEHOLDER).join(key);
       }
+      // Aborted by the child's cancel, the host's deadline, or the child's end (exit or close).
       const abort = new AbortController();
+      inFlight.add(abort);
       const sub = token.onCancellationRequested(() => abort.abort());
+      const deadline = setTimeout(() => abort.abort(), verifyTimeout);
       try {
         const response = await fetch(url, {
           method: "POST",
@@ -362,6 +386,8 @@ export async function launchVerifier(
         const code = (error as { cause?: { code?: unknown } }).cause?.code;
         throw refusal(typeof code === "string" ? code : "fetch_failed", "the request to the endpoint failed");
       } finally {
+        clearTimeout(deadline);
+        inFlight.delete(abort);
         sub.dispose();
       }
     },
@@ -434,7 +460,6 @@ export async function launchVerifier(
     throw error;
   }
 
-  const verifyTimeout = options.verifyTimeoutMs ?? 600_000;
   return Object.freeze({
     id,
     version: loaded.plugin.version,
@@ -466,6 +491,7 @@ export async function launchVerifier(
     },
     close: async () => {
       closing = true;
+      abortInFlight();
       await conn.shutdown(2000);
     },
   } satisfies LaunchedVerifier);

@@ -271,13 +271,21 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
     let server: Server;
     let base = "";
     const seen: { url: string | undefined; authorization: string | undefined }[] = [];
+    const held: (() => void)[] = [];
+    let hold = 4;
     beforeAll(async () => {
       server = createServer((req: IncomingMessage, res) => {
         seen.push({ url: req.url, authorization: req.headers.authorization });
         req.resume();
         req.on("end", () => {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ ok: true }));
+          const answer = () => {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(JSON.stringify({ ok: true }));
+          };
+          // Under /v1/held the answers wait until `hold` requests are open, then all go out.
+          if (req.url?.startsWith("/v1/held") !== true) return answer();
+          held.push(answer);
+          if (held.length >= hold) for (const a of held.splice(0)) a();
         });
       });
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -346,6 +354,31 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
       expect(first(a).claim).toBe("ASP_PLUGIN_NETWORK_DENIED");
       expect(none.attempts().map((x) => x.kind)).toEqual(["network_denied"]);
       expect(seen).toEqual([]);
+    });
+
+    it("attack: at most 4 requests to the endpoint at once; more are refused and recorded, none is sent", async () => {
+      seen.length = 0;
+      hold = 4;
+      const v = await loaded(
+        "verifier-floods",
+        entryOf(
+          "verifier-floods",
+          `const all = await Promise.allSettled(Array.from({ length: 6 }, () => fetch(req.subject.url, { method: "POST", body: "{}" }).then((r) => r.status)));
+           ${pass("JSON.stringify(all.map((r) => r.status === 'fulfilled' ? r.value : r.reason.cause.code))")}`,
+        ),
+      );
+      const r = await launched(v, { network: { baseUrl: base } });
+      const answer = await r.verify({ kind: "review", subject: { url: `${base}/held` } });
+      expect(JSON.parse(first(answer).claim)).toEqual([
+        200,
+        200,
+        200,
+        200,
+        "ASP_PLUGIN_NETWORK_DENIED",
+        "ASP_PLUGIN_NETWORK_DENIED",
+      ]);
+      expect(seen).toHaveLength(4);
+      expect(r.attempts().map((a) => a.kind)).toEqual(["network_denied", "network_denied"]);
     });
 
     it("underBaseUrl: same origin, at or under the path on a / boundary, no user info", () => {
