@@ -84,7 +84,7 @@ export interface LaunchVerifierOptions {
 /** A verifier running in its own sandboxed process. `close()` ends it. */
 export interface LaunchedVerifier extends Verifier {
   readonly launch: VerifierLaunch;
-  /** Every attempt recorded so far, oldest first. */
+  /** The attempts recorded so far, oldest first (the first 100; `onAttempt` sees every one). */
   attempts(): readonly VerifierAttempt[];
   close(): Promise<void>;
 }
@@ -95,6 +95,9 @@ const MAX_HTTP_ANSWER = 8 * 1024 * 1024;
 /** Requests to the endpoint in flight at once, and headers per request: more are refused. */
 const MAX_HTTP_IN_FLIGHT = 4;
 const MAX_HTTP_HEADERS = 64;
+/** Port callbacks (content, checks) answered at once, and attempts kept per child. */
+const MAX_CALLBACKS_IN_FLIGHT = 8;
+const MAX_ATTEMPTS = 100;
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 /** Request headers the child may not set (the host owns the connection). */
 const DROPPED_HEADERS = new Set([
@@ -271,11 +274,26 @@ export async function launchVerifier(
     ...(launched.reason === undefined ? {} : { reason: launched.reason }),
   });
 
+  // The first MAX_ATTEMPTS are kept (a child cannot grow the host's memory by being refused).
   const recorded: VerifierAttempt[] = [];
   const record = (kind: VerifierAttempt["kind"], detail: string): void => {
     const attempt = Object.freeze({ kind, detail: detail.slice(0, 500), at: clock.now().toISOString() });
-    recorded.push(attempt);
+    if (recorded.length < MAX_ATTEMPTS) recorded.push(attempt);
     options.onAttempt?.(attempt);
+  };
+  // Callbacks of the ports (content, checks) being answered at once: more are refused.
+  let answering = 0;
+  const bounded = async <T>(what: string, run: () => Promise<T>): Promise<T> => {
+    if (answering >= MAX_CALLBACKS_IN_FLIGHT) {
+      record("port_denied", `${what}: more than ${MAX_CALLBACKS_IN_FLIGHT} callbacks at once`);
+      throw refusal("ASP_PLUGIN_PORT_UNAVAILABLE", `at most ${MAX_CALLBACKS_IN_FLIGHT} callbacks at once`);
+    }
+    answering++;
+    try {
+      return await run();
+    } finally {
+      answering--;
+    }
   };
   let closing = false;
   const inFlight = new Set<AbortController>();
@@ -293,7 +311,12 @@ export async function launchVerifier(
         record("exited", `the verifier process exited (${how}); stderr: ${conn.stderr.slice(-300)}`);
       }
     },
-    (fault) => record("stream_fault", fault.detail),
+    (fault) => {
+      // A broken stream ends the child: nothing it sends after it can be trusted to frame.
+      record("stream_fault", fault.detail);
+      closing = true;
+      conn.kill();
+    },
   );
 
   // The ports it declared (checked below), answered host-side only when granted.
@@ -309,8 +332,10 @@ export async function launchVerifier(
       record("port_denied", "host/content.read of something that is not a sha256 digest");
       throw refusal("ASP_PLUGIN_BAD_OUTPUT", "content.read needs a sha256:<64 hex> digest");
     }
-    const bytes = await options.ports.content.read(digest as `sha256:${string}`);
-    return bytes === null ? null : { base64: Buffer.from(bytes).toString("base64") };
+    return bounded("host/content.read", async () => {
+      const bytes = await options.ports.content.read(digest as `sha256:${string}`);
+      return bytes === null ? null : { base64: Buffer.from(bytes).toString("base64") };
+    });
   });
   rpc.onRequest(VERIFIER_METHODS.checksEvaluate, async (params: unknown) => {
     const checks = options.ports.checks;
@@ -323,7 +348,7 @@ export async function launchVerifier(
       record("port_denied", "host/checks.evaluate without a files array");
       throw refusal("ASP_PLUGIN_BAD_OUTPUT", "checks.evaluate needs { files: [{ path, digest }] }");
     }
-    return checks.evaluate({ files });
+    return bounded("host/checks.evaluate", () => checks.evaluate({ files }));
   });
   rpc.onRequest(
     VERIFIER_METHODS.httpPost,
@@ -364,7 +389,14 @@ export async function launchVerifier(
       for (const [name, value] of Object.entries(given as Record<string, unknown>)) {
         const lower = name.toLowerCase();
         if (DROPPED_HEADERS.has(lower) || typeof value !== "string") continue;
-        headers[lower] = key === undefined ? value : value.split(PLACEHOLDER).join(key);
+        // The key goes only into the Authorization header: a placeholder anywhere else (a header the
+        // endpoint might quote back) drops that header, so the key never reaches the child.
+        if (value.includes(PLACEHOLDER)) {
+          if (lower !== "authorization" || key === undefined) continue;
+          headers[lower] = value.split(PLACEHOLDER).join(key);
+        } else {
+          headers[lower] = value;
+        }
       }
       // Aborted by the child's cancel, the host's deadline, or the child's end (exit or close).
       const abort = new AbortController();
@@ -379,7 +411,9 @@ export async function launchVerifier(
           signal: abort.signal,
           redirect: "manual",
         });
-        const body = await boundedText(response, MAX_HTTP_ANSWER);
+        const text = await boundedText(response, MAX_HTTP_ANSWER);
+        // An endpoint that echoes the key back never hands it to the child.
+        const body = key === undefined ? text : text.split(key).join(PLACEHOLDER);
         const type = response.headers.get("content-type");
         return { status: response.status, headers: type === null ? {} : { "content-type": type }, body };
       } catch (error) {
@@ -476,6 +510,11 @@ export async function launchVerifier(
         signal as AbortSignal | undefined,
       );
       if (!r.ok) {
+        // A verify past its deadline or cancelled ends the child (it would go on calling back).
+        if (r.failure.kind === "timeout" || r.failure.kind === "cancelled") {
+          closing = true;
+          conn.kill();
+        }
         // The exit and stream handlers record their own; a failure of the call itself is recorded here.
         if (
           r.failure.kind !== "exited" &&

@@ -270,18 +270,28 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
   describe("network only through the host", () => {
     let server: Server;
     let base = "";
-    const seen: { url: string | undefined; authorization: string | undefined }[] = [];
+    const seen: { url: string | undefined; authorization: string | undefined; echo?: string }[] = [];
     const held: (() => void)[] = [];
     let hold = 4;
     beforeAll(async () => {
       server = createServer((req: IncomingMessage, res) => {
-        seen.push({ url: req.url, authorization: req.headers.authorization });
+        const echo = req.headers["x-echo"];
+        seen.push({
+          url: req.url,
+          authorization: req.headers.authorization,
+          ...(typeof echo === "string" ? { echo } : {}),
+        });
         req.resume();
         req.on("end", () => {
           const answer = () => {
             res.writeHead(200, { "content-type": "application/json" });
             res.end(JSON.stringify({ ok: true }));
           };
+          if (req.url?.startsWith("/v1/echo") === true) {
+            res.writeHead(400, { "content-type": "application/json" });
+            res.end(JSON.stringify({ error: `bad key ${req.headers.authorization}` }));
+            return;
+          }
           // Under /v1/held the answers wait until `hold` requests are open, then all go out.
           if (req.url?.startsWith("/v1/held") !== true) return answer();
           held.push(answer);
@@ -299,7 +309,7 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
         "verifier-posts",
         entryOf(
           "verifier-posts",
-          `const res = await fetch(req.subject.url + "/chat/completions", { method: "POST", headers: { authorization: "Bearer " + process.env.MY_KEY, "content-type": "application/json" }, body: "{}" });
+          `const res = await fetch(req.subject.url + "/chat/completions", { method: "POST", headers: { authorization: "Bearer " + process.env.MY_KEY, "x-echo": "org " + process.env.MY_KEY, "content-type": "application/json" }, body: "{}" });
            const body = await res.json();
            ${pass("JSON.stringify({ status: res.status, body, key: process.env.MY_KEY })")}`,
         ),
@@ -354,6 +364,22 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
       expect(first(a).claim).toBe("ASP_PLUGIN_NETWORK_DENIED");
       expect(none.attempts().map((x) => x.kind)).toEqual(["network_denied"]);
       expect(seen).toEqual([]);
+    });
+
+    it("attack: an endpoint that echoes the key back hands the child only the placeholder", async () => {
+      const v = await loaded(
+        "verifier-echo",
+        entryOf(
+          "verifier-echo",
+          `const res = await fetch(req.subject.url, { method: "POST", headers: { authorization: "Bearer " + process.env.MY_KEY }, body: "{}" });
+           ${pass("await res.text()")}`,
+        ),
+      );
+      const r = await launched(v, {
+        network: { baseUrl: base, credential: { env: "MY_KEY", value: () => "sk-real-secret-123" } },
+      });
+      const claim = first(await r.verify({ kind: "review", subject: { url: `${base}/echo` } })).claim;
+      expect(claim).toBe(JSON.stringify({ error: "bad key Bearer asp-host-held-credential" }));
     });
 
     it("attack: at most 4 requests to the endpoint at once; more are refused and recorded, none is sent", async () => {
@@ -454,5 +480,7 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
     abort.abort();
     await expect(pending).rejects.toMatchObject({ code: "ASP_PLUGIN_VERIFIER_FAILED", data: { kind: "cancelled" } });
     expect(v.attempts().map((a) => a.kind)).toEqual(["cancelled"]);
+    // The cancelled child is ended, not left calling back: the next verify finds it gone.
+    await expect(v.verify({ kind: "review", subject: {} })).rejects.toMatchObject({ data: { kind: "exited" } });
   });
 });
