@@ -2,7 +2,7 @@ import { mkdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { blobDigest, createMemoryStore, type Digest, listTree, type Store, snapshotEnvironment } from "../src/index.js";
-import { tempDir } from "./helpers/tmp.js";
+import { ageFiles, tempDir } from "./helpers/tmp.js";
 
 const open: Store[] = [];
 afterEach(async () => {
@@ -125,9 +125,9 @@ describe("snapshotEnvironment", () => {
   describe("when re-snapshotting with stat caches", () => {
     it("host §9: hashes no file when nothing changed, and exactly the changed one when one did", async () => {
       const repo = repoWith(DEPS);
-      // Filesystem clocks are coarse (a few ms): let the ctimes fall clearly before the cache is
-      // written, or git's racily-clean rule re-hashes them (correctly, but then nothing is shown).
-      await new Promise((r) => setTimeout(r, 50));
+      // utimes moved every ctime to now: wait for the filesystem clock to pass them, or git's
+      // racily-clean rule re-hashes them (correctly, but then nothing is shown).
+      await ageFiles(Object.keys(DEPS).map((p) => join(repo, p)));
       const store = await memory();
       const statCacheDir = join(tempDir(), "env-cache");
       const cold = await snapshotEnvironment(repo, ["node_modules", "packages/p/node_modules"], {

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createStatCache, snapshotWorktree } from "../src/index.js";
-import { tempDir } from "./helpers/tmp.js";
+import { ageFiles, tempDir } from "./helpers/tmp.js";
 
 /**
  * Changes that land in the middle of a snapshot, made deterministic: `node:fs` is wrapped so a
@@ -41,20 +41,19 @@ afterEach(() => {
 });
 
 /** Files under `dir`, aged so none is racily clean against a cache written just after. */
-function write(dir: string, files: Record<string, string>): void {
-  const old = new Date(Date.now() - 60_000);
+async function write(dir: string, files: Record<string, string>): Promise<void> {
   for (const [path, text] of Object.entries(files)) {
     fs.mkdirSync(join(dir, path, ".."), { recursive: true });
     fs.writeFileSync(join(dir, path), text);
-    fs.utimesSync(join(dir, path), old, old);
   }
+  await ageFiles(Object.keys(files).map((p) => join(dir, p)));
 }
 
 describe("snapshotWorktree while the tree changes", () => {
   describe("when a cached file is deleted after its folder was listed", () => {
     it("leaves it out (never keeps the cached row) and gets the id of the tree without it", async () => {
       const dir = tempDir();
-      write(dir, { "d/a.txt": "a", "d/b.txt": "b", "top.txt": "t" });
+      await write(dir, { "d/a.txt": "a", "d/b.txt": "b", "top.txt": "t" });
       const cache = createStatCache(join(tempDir(), "cache"));
       const first = await snapshotWorktree(dir, { statCache: cache });
       expect(first.files).toBe(3);
@@ -75,7 +74,7 @@ describe("snapshotWorktree while the tree changes", () => {
   describe("when a folder is deleted after its parent was listed", () => {
     it("leaves the whole folder out", async () => {
       const dir = tempDir();
-      write(dir, { "d/a.txt": "a", "top.txt": "t" });
+      await write(dir, { "d/a.txt": "a", "top.txt": "t" });
       const cache = createStatCache(join(tempDir(), "cache"));
       await snapshotWorktree(dir, { statCache: cache });
       hooks.afterList = (listed) => {
@@ -93,7 +92,7 @@ describe("snapshotWorktree while the tree changes", () => {
       const dir = tempDir();
       const outside = join(tempDir(), "secret");
       fs.writeFileSync(outside, "secret");
-      write(dir, { "a.txt": "a" });
+      await write(dir, { "a.txt": "a" });
       hooks.beforeOpen = (path) => {
         if (path.endsWith("/a.txt")) {
           fs.rmSync(path);
@@ -110,7 +109,7 @@ describe("snapshotWorktree while the tree changes", () => {
   describe("when an lstat fails for another reason than the path being gone", () => {
     it("is a typed IO error naming the path and the errno", async () => {
       const dir = tempDir();
-      write(dir, { "a.txt": "a", "b.txt": "b" });
+      await write(dir, { "a.txt": "a", "b.txt": "b" });
       hooks.beforeLstat = (path) => {
         if (path.endsWith("/b.txt")) throw Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
       };

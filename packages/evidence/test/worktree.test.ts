@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import {
   snapshotWorktree,
 } from "../src/index.js";
 import { commitAll, git } from "./helpers/git.js";
-import { tempDir } from "./helpers/tmp.js";
+import { ageFiles, tempDir } from "./helpers/tmp.js";
 
 const open: Store[] = [];
 afterEach(async () => {
@@ -155,8 +155,7 @@ describe("snapshotWorktree", () => {
       for (let i = 0; i < 40; i++) files[`d${i % 4}/f${i}.txt`] = `content ${i}`;
       write(dir, files);
       // Age the files so none is "racily clean" against the cache written just after.
-      const old = new Date(Date.now() - 60_000);
-      for (const p of Object.keys(files)) utimesSync(join(dir, p), old, old);
+      await ageFiles(Object.keys(files).map((p) => join(dir, p)));
       const store = await createMemoryStore();
       open.push(store);
       const cache = join(tempDir(), "stat-cache.json");
@@ -192,8 +191,7 @@ describe("snapshotWorktree", () => {
     it("does not trust rows written by another store's snapshot", async () => {
       const dir = tempDir();
       write(dir, { "a.txt": "a", "b.txt": "b" });
-      const t = new Date(Date.now() - 60_000);
-      for (const p of ["a.txt", "b.txt"]) utimesSync(join(dir, p), t, t);
+      await ageFiles(["a.txt", "b.txt"].map((p) => join(dir, p)));
       const cache = join(tempDir(), "cache.json");
       const one = await createMemoryStore();
       const two = await createMemoryStore();
@@ -209,8 +207,7 @@ describe("snapshotWorktree", () => {
       const files: Record<string, string> = {};
       for (let i = 0; i < 200; i++) files[`d${i % 5}/f${i}.txt`] = `content ${i}`;
       write(dir, files);
-      const old = new Date(Date.now() - 60_000);
-      for (const p of Object.keys(files)) utimesSync(join(dir, p), old, old);
+      await ageFiles(Object.keys(files).map((p) => join(dir, p)));
       const path = join(tempDir(), "cache");
       const handle = createStatCache(path);
       await snapshotWorktree(dir, { statCache: handle });
@@ -241,11 +238,8 @@ describe("snapshotWorktree", () => {
     it("reuses a .gitignore's text only while its row holds, even for a same-size, same-mtime edit", async () => {
       const dir = tempDir();
       write(dir, { "sub/.gitignore": "a.txt\n", "sub/a.txt": "a", "sub/b.txt": "b", "x.txt": "x" });
-      const t = new Date(Date.now() - 60_000);
-      for (const p of ["sub/.gitignore", "sub/a.txt", "sub/b.txt", "x.txt"]) utimesSync(join(dir, p), t, t);
-      // utimes sets each ctime to now: let the clock move on, so the cache file written next is
-      // newer and no row is "racily clean" (which would re-hash it, and rightly so).
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await ageFiles(["sub/.gitignore", "sub/a.txt", "sub/b.txt", "x.txt"].map((p) => join(dir, p)));
+      const t = new Date(lstatSync(join(dir, "sub/.gitignore")).mtimeMs);
       const cache = createStatCache(join(tempDir(), "cache"));
       const first = await snapshotWorktree(dir, { statCache: cache });
       expect(first.files).toBe(3); // sub/.gitignore, sub/b.txt, x.txt

@@ -1,5 +1,15 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +29,26 @@ export function tempDir(prefix = "asp-evidence-"): string {
 afterEach(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * Age `paths` (mtime a minute back) so none is "racily clean" against a stat cache written next.
+ * `utimes` sets each ctime to now, and filesystem clocks are coarse (a tick of a few ms), so a
+ * cache file written in the same tick has the same mtime as those ctimes and git's rule rightly
+ * re-hashes them. This waits on the condition itself: until a probe file written now has an
+ * mtime past every ctime, however slow or busy the machine is.
+ */
+export async function ageFiles(paths: readonly string[]): Promise<void> {
+  const old = new Date(Date.now() - 60_000);
+  for (const p of paths) utimesSync(p, old, old);
+  let newest = 0;
+  for (const p of paths) newest = Math.max(newest, lstatSync(p).ctimeMs);
+  const probe = join(tempDir("asp-clock-"), "probe");
+  for (;;) {
+    writeFileSync(probe, "");
+    if (statSync(probe).mtimeMs > newest) return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
 
 /** The package root. */
 export const PACKAGE_DIR = fileURLToPath(new URL("../../", import.meta.url));
