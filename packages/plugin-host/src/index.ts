@@ -31,9 +31,14 @@ export {
   writeKeyPair,
 } from "./keys.js";
 export type { LoadPluginsOptions, PluginPolicy, VerifiedPlugin, VerifyPluginOptions } from "./loader.js";
-export { checkPluginOptions, factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
+export { factsOf, loadPlugins, refusedPluginKey, verifyPlugin } from "./loader.js";
 export type { ReadManifest } from "./manifest.js";
 export { readPluginManifest } from "./manifest.js";
+export {
+  checkPluginOptions,
+  checkPluginOptionsOffThread,
+  type OffThreadOptionsCheck,
+} from "./options-check.js";
 export type {
   GrantRequest,
   PinPolicyFileResult,

@@ -7,12 +7,12 @@ import type { FactInput, FactLog } from "@asp/evidence";
 import { type ActivePolicy, isActivePolicy, type PolicyDocument } from "@asp/policy";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
-import { Ajv2020 } from "ajv/dist/2020.js";
 import { cachePlugin, createTempPluginCache } from "./cache.js";
 import { protocolCompatible, satisfiesNodeRange } from "./compat.js";
 import { MANIFEST_FILE, type PluginSnapshot, SIGNATURE_FILE, snapshotPlugin } from "./digest.js";
 import { errnoOf, PluginError, type PluginErrorCode } from "./errors.js";
 import { manifestOfSnapshot, peekPluginId } from "./manifest.js";
+import { checkPluginOptions } from "./options-check.js";
 import { assertPluginPorts } from "./ports.js";
 import { readSignatureFile, verifySignature } from "./signature.js";
 import type { TrustRoot } from "./trust.js";
@@ -385,29 +385,6 @@ const BRANDS = {
   sandbox: PLUGIN_BRANDS.sandbox,
   engine: PLUGIN_BRANDS.engine,
 } as const;
-
-/**
- * Check a plugin's options from trusted configuration against the `optionsSchema` its declaration
- * gives (ajv, JSON Schema 2020-12), as `loadPlugins` does before `init`; `@asp/ths`
- * `launchVerifier` does the same with the schema an out-of-process verifier reports.
- *
- * @throws PluginError `ASP_PLUGIN_BAD_OPTIONS` naming the first failing pointer;
- *   `ASP_PLUGIN_LOAD_FAILED` when the schema does not compile.
- */
-export function checkPluginOptions(id: string, schema: unknown, options: unknown): void {
-  let ok: boolean;
-  let detail = "";
-  try {
-    const fn = new Ajv2020({ allErrors: true, strict: false }).compile(schema as object);
-    ok = fn(options) === true;
-    const first = fn.errors?.[0];
-    if (first) detail = `${first.instancePath || "/"} ${first.message ?? ""}`;
-  } catch (error) {
-    throw loadFailed(id, `its optionsSchema does not compile: ${(error as Error).message}`, error);
-  }
-  if (!ok)
-    throw new PluginError("ASP_PLUGIN_BAD_OPTIONS", `options for ${id} are invalid: ${detail}`, { data: { id } });
-}
 
 /** The init of a verifier loaded for a subprocess: never callable in this process. */
 function outOfProcessInit(id: string): CapturedInit {

@@ -4,7 +4,7 @@ import { PLUGIN_BRANDS } from "@asp/contracts";
 import type { Clock } from "@asp/evidence";
 import {
   assertPluginPorts,
-  checkPluginOptions,
+  checkPluginOptionsOffThread,
   checkVerifyResponse,
   type LoadedVerifier,
   PLUGIN_PORT_KEYS,
@@ -73,6 +73,11 @@ export interface LaunchVerifierOptions {
   readonly network?: VerifierNetwork;
   /** Deadline of the child's start (describe + init), ms (default 30,000). */
   readonly startTimeoutMs?: number;
+  /**
+   * Bound on checking the trusted options against the `optionsSchema` the child declares (default
+   * 5000 ms): the check runs in a worker thread, since the schema's patterns are the plugin's.
+   */
+  readonly optionsCheckTimeoutMs?: number;
   /** Deadline of one `verify`, ms (default 600,000; a Guardian's own timeout aborts sooner through the signal). */
   readonly verifyTimeoutMs?: number;
   /** The largest framed message accepted from the child (default 16 MiB). */
@@ -478,7 +483,13 @@ export async function launchVerifier(
         );
       }
     }
-    if (d.optionsSchema !== undefined) checkPluginOptions(id, d.optionsSchema, loaded.options);
+    if (d.optionsSchema !== undefined) {
+      // The child chose this schema: check it off this thread, under a deadline (a backtracking
+      // pattern would otherwise stop every other run in the host).
+      await checkPluginOptionsOffThread(id, d.optionsSchema, loaded.options, {
+        timeoutMs: options.optionsCheckTimeoutMs ?? 5000,
+      });
+    }
     granted = new Set(Object.values(deps).map((r) => r.key));
     const init = await conn.call<null>(
       VERIFIER_METHODS.init,

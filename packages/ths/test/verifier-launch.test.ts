@@ -214,6 +214,44 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
     await expect(launched(lying)).rejects.toMatchObject({ code: "ASP_PLUGIN_LOAD_FAILED" });
   });
 
+  it("attack: a declared optionsSchema built to backtrack forever never blocks the host; the check is cut at its deadline", async () => {
+    // The child reports the schema, so its author picks the regular expression ajv runs on the
+    // trusted options: `(?:.|.|.)*X` on a 40-character URL is 3^40 steps. Checked on the host's
+    // own thread this froze every other run; off it, the deadline fires and the launch is refused.
+    const id = "verifier-redos-schema";
+    const entry = entryOf(id, pass('"x"')).replace(
+      'capabilities: ["review"],',
+      'capabilities: ["review"], optionsSchema: { type: "object", properties: { baseUrl: { type: "string", pattern: "^(?:.|.|.)*X$" } } },',
+    );
+    const v = await loaded(id, entry, { baseUrl: "https://models.example.internal/v1/chat-a" });
+    let ticks = 0;
+    const beat = setInterval(() => {
+      ticks += 1;
+    }, 5);
+    try {
+      const refused = await launched(v, { optionsCheckTimeoutMs: 300 }).catch((error: unknown) => error);
+      expect(refused).toMatchObject({ code: "ASP_PLUGIN_LOAD_FAILED", data: { id, timeoutMs: 300 } });
+      expect(String((refused as Error).message)).toMatch(/optionsSchema.*300 ms/);
+    } finally {
+      clearInterval(beat);
+    }
+    // The host's event loop kept turning while the schema was being checked.
+    expect(ticks).toBeGreaterThan(0);
+    // A schema that is merely big to compile, or a pattern that is fine, still checks as before.
+    const fine = await loaded(
+      "verifier-fine-pattern",
+      entryOf("verifier-fine-pattern", pass('"x"')).replace(
+        'capabilities: ["review"],',
+        'capabilities: ["review"], optionsSchema: { type: "object", properties: { baseUrl: { type: "string", pattern: "^https://" } } },',
+      ),
+      { baseUrl: "http://plain.example/v1" },
+    );
+    await expect(launched(fine)).rejects.toMatchObject({
+      code: "ASP_PLUGIN_BAD_OPTIONS",
+      message: expect.stringContaining("/baseUrl"),
+    });
+  });
+
   it("reads content only through the granted port, by digest", async () => {
     const digest = `sha256:${"b".repeat(64)}`;
     const v = await loaded(
