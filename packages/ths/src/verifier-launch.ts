@@ -168,7 +168,12 @@ function refusal(code: string, message: string): ResponseError<{ code: string }>
   return new ResponseError(VERIFIER_FAILED - 1, message.slice(0, 500), { code });
 }
 
-/** Whether `url` is at or under `base` (same origin, path prefix at a `/` boundary, no user info). */
+/**
+ * Whether `url` is at or under `base` (same origin, path prefix at a `/` boundary, no user info),
+ * compared after WHATWG parsing (so `..` and `%2e%2e` segments are already resolved). A path
+ * with an encoded `/`, `\` or `.` (`%2f`, `%5c`, `%2e`) is refused: a server that decodes it
+ * after routing would see a path outside `base` (`/v1/..%2fadmin`).
+ */
 export function underBaseUrl(url: string, base: string): boolean {
   let u: URL;
   let b: URL;
@@ -179,6 +184,7 @@ export function underBaseUrl(url: string, base: string): boolean {
     return false;
   }
   if (u.username !== "" || u.password !== "" || u.origin !== b.origin) return false;
+  if (/%(?:2f|5c|2e)/i.test(u.pathname)) return false;
   const root = b.pathname.replace(/\/+$/, "");
   return u.pathname === root || u.pathname.startsWith(`${root}/`);
 }
@@ -409,7 +415,8 @@ export async function launchVerifier(
       const sub = token.onCancellationRequested(() => abort.abort());
       const deadline = setTimeout(() => abort.abort(), verifyTimeout);
       try {
-        const response = await fetch(url, {
+        // What was checked is what is sent: the parsed form, never the child's raw string.
+        const response = await fetch(new URL(url).href, {
           method: "POST",
           headers,
           body: params.body,

@@ -384,11 +384,16 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
         [`${origin}/v10/x`, "POST"],
         ["http://example.invalid/v1", "POST"],
         [`${base}/chat/completions`, "GET"],
+        // Out of the granted path by traversal, plain or encoded for a server to decode later.
+        [`${base}/../other`, "POST"],
+        [`${base}/%2e%2e/other`, "POST"],
+        [`${base}/..%2fother`, "POST"],
+        [`${base}/..%5Cother`, "POST"],
       ];
       const r = await launched(v, { network: { baseUrl: base } });
       const answer = await r.verify({ kind: "review", subject: { tries } });
-      expect(JSON.parse(first(answer).claim ?? "[]")).toEqual(Array(4).fill("ASP_PLUGIN_NETWORK_DENIED"));
-      expect(r.attempts().map((a) => a.kind)).toEqual(Array(4).fill("network_denied"));
+      expect(JSON.parse(first(answer).claim ?? "[]")).toEqual(Array(tries.length).fill("ASP_PLUGIN_NETWORK_DENIED"));
+      expect(r.attempts().map((a) => a.kind)).toEqual(Array(tries.length).fill("network_denied"));
       const none = await launched(
         await loaded(
           "verifier-no-network",
@@ -453,6 +458,14 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
       expect(underBaseUrl("https://u:p@api.x/v1", "https://api.x/v1")).toBe(false);
       expect(underBaseUrl("https://api.x:444/v1", "https://api.x/v1")).toBe(false);
       expect(underBaseUrl("not a url", "https://api.x/v1")).toBe(false);
+      // Traversal: resolved by parsing, or refused when encoded so a server could decode it later.
+      expect(underBaseUrl("https://api.x/v1/../admin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/%2e%2e/admin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/..%2fadmin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/..%2Fadmin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/..%5cadmin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/%2E%2E%2fadmin", "https://api.x/v1")).toBe(false);
+      expect(underBaseUrl("https://api.x/v1/chat?x=%2f", "https://api.x/v1")).toBe(true);
     });
   });
 
