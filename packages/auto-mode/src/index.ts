@@ -136,6 +136,7 @@ export {
   runAttempt,
   selectReviewer,
 } from "./review.js";
+export { type ReviewContentReader, type ReviewContentScope, scopeReviewContent } from "./review-content.js";
 export type {
   AutoRunner,
   AutoRunnerOptions,

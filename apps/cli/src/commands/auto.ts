@@ -24,6 +24,7 @@ import {
   type PermissionClassifier,
   type ReviewerPort,
   readRunFacts,
+  scopeReviewContent,
   runtimeStageFlags,
   verifierLaunchOf,
 } from "@asp/auto-mode";
@@ -446,8 +447,10 @@ async function reviewerFor(
   children: LaunchedVerifier[],
 ): Promise<ReviewerPort> {
   const { chosen } = await verifierFor(name, "review", "Reviewer", config, host);
-  const objects = host.store.objects;
-  const verifier = await launchedVerifier(
+  // Content reads only the review's own evidence, and only while it is in flight: never any
+  // other blob of the store (another run's material, a guessed secret's digest).
+  const scope = scopeReviewContent(host.store.objects);
+  const launched = await launchedVerifier(
     chosen,
     "Reviewer",
     config,
@@ -455,11 +458,12 @@ async function reviewerFor(
     repo,
     {
       clock: { now: () => new Date() },
-      content: { read: async (d) => ((await objects.has("blob", d)) ? objects.readBlob(d) : null) },
+      content: scope.content,
       checks: createHostChecks({ host, store: host.store, repo, excludes: config.excludes }),
     },
     children,
   );
+  const verifier = scope.bind(launched);
   const id = chosen.plugin.id;
   return {
     identity: {
@@ -468,7 +472,7 @@ async function reviewerFor(
       fingerprint: actorFingerprint(id, chosen.evidence.digest, config.pluginOptions[id]),
     },
     verifier,
-    launch: verifierLaunchOf(verifier.launch),
+    launch: verifierLaunchOf(launched.launch),
   };
 }
 
