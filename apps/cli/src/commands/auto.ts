@@ -24,8 +24,8 @@ import {
   type PermissionClassifier,
   type ReviewerPort,
   readRunFacts,
-  scopeReviewContent,
   runtimeStageFlags,
+  scopeReviewContent,
   verifierLaunchOf,
 } from "@asp/auto-mode";
 import type { Policy, VerifierLaunch } from "@asp/contracts";
