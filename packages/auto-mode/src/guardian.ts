@@ -6,12 +6,14 @@ import {
   type RiskLevel,
   type RunIdentity,
   type Verifier,
+  type VerifierBoundary,
   type VerifierLaunch,
   validate,
 } from "@asp/contracts";
 import { type Digest, digest } from "@asp/evidence";
 import { auditRequestDigest } from "./audit.js";
 import { AutoModeError } from "./errors.js";
+import { isVerifierBoundary, type VerifierBoundarySource } from "./review.js";
 
 // The Guardian's side of a permission review (issue 27 item 3, ADR 0010), as pure functions: what
 // the Guardian is shown, how its answer is read, the deterministic rules Guardian, and the
@@ -125,6 +127,8 @@ export interface Guardian {
    * 0011), frozen into every assessment and failure record. Absent: one the host runs itself.
    */
   readonly launch?: VerifierLaunch;
+  /** What its sandbox boundary records (`@asp/ths` `LaunchedVerifier`): each ask's new entries are frozen into its record. */
+  readonly boundary?: VerifierBoundarySource;
   assess(request: GuardianRequest, signal: AbortSignal): Promise<unknown>;
 }
 
@@ -196,10 +200,12 @@ export function guardianFromVerifier(
   verifier: Pick<Verifier, "verify">,
   identity: Guardian["identity"],
   launch?: VerifierLaunch,
+  boundary?: VerifierBoundarySource,
 ): Guardian {
   return {
     identity: { prompt_version: identity.prompt_version, model_version: identity.model_version },
     ...(launch === undefined ? {} : { launch: { ...launch } }),
+    ...(boundary === undefined ? {} : { boundary }),
     async assess(request, signal) {
       const reply = await verifier.verify({
         kind: "guardian",
@@ -337,6 +343,8 @@ export function guardianAssessment(input: {
   readonly capabilityExpiresAt: string;
   /** How the Guardian was launched: recorded, outside both digests (evidence of assurance). */
   readonly launch?: VerifierLaunch;
+  /** What its boundary refused while it answered: recorded, outside both digests. */
+  readonly boundary?: VerifierBoundary;
 }): GuardianAssessment {
   const { audit, answer } = input;
   const requestDigest = permissionRequestDigest(audit);
@@ -368,6 +376,7 @@ export function guardianAssessment(input: {
     prompt_version: audit.prompt_version,
     model_version: audit.model_version,
     ...(input.launch === undefined ? {} : { launch: input.launch }),
+    ...(input.boundary === undefined ? {} : { boundary: input.boundary }),
     audit_id: audit.audit_id,
     audit_request_digest: requestDigest,
     assessment_digest: assessmentDigest,
@@ -445,6 +454,8 @@ export interface GuardianFailure {
   readonly model_version: string;
   /** How the Guardian was launched (as on an assessment), outside both digests. */
   readonly launch?: VerifierLaunch;
+  /** What its boundary refused while it was asked (as on an assessment), outside both digests. */
+  readonly boundary?: VerifierBoundary;
   readonly audit_id: string;
   readonly audit_request_digest: string;
   readonly assessment_digest: string;
@@ -461,6 +472,7 @@ export function guardianFailure(input: {
   readonly detail: string;
   readonly decidedAt: string;
   readonly launch?: VerifierLaunch;
+  readonly boundary?: VerifierBoundary;
 }): GuardianFailure {
   const { audit } = input;
   const requestDigest = permissionRequestDigest(audit);
@@ -477,6 +489,7 @@ export function guardianFailure(input: {
     prompt_version: audit.prompt_version,
     model_version: audit.model_version,
     ...(input.launch === undefined ? {} : { launch: input.launch }),
+    ...(input.boundary === undefined ? {} : { boundary: input.boundary }),
     audit_id: audit.audit_id,
     audit_request_digest: requestDigest,
     assessment_digest: digest({
@@ -569,10 +582,11 @@ export function checkGuardianFailure(record: unknown): string | null {
   const r = record as Partial<GuardianFailure> | null;
   if (typeof r !== "object" || r === null) return "guardian_failure: not an object";
   const keys = Object.keys(r)
-    .filter((k) => k !== "launch")
+    .filter((k) => k !== "launch" && k !== "boundary")
     .sort()
     .join(",");
   if (r.launch !== undefined && !isVerifierLaunch(r.launch)) return "guardian_failure: bad launch";
+  if (r.boundary !== undefined && !isVerifierBoundary(r.boundary)) return "guardian_failure: bad boundary";
   const want =
     "action_class,action_digest,ask_decision_id,assessment_digest,audit_id,audit_request_digest,decided_at,detail,failure_id,model_version,outcome,policy_version,prompt_version,run";
   if (keys !== want) return `guardian_failure: fields ${keys}`;

@@ -127,11 +127,22 @@ export {
 } from "./modules/repair.js";
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./projection.js";
-export type { AttemptResult, FailedOutcome, IndependenceInput, ParsedVerdict, ReviewerPort } from "./review.js";
+export type {
+  AttemptResult,
+  BoundaryMark,
+  FailedOutcome,
+  IndependenceInput,
+  ParsedVerdict,
+  ReviewerPort,
+  VerifierBoundarySource,
+} from "./review.js";
 export {
   answerTokens,
   attemptOutcomeOfError,
+  boundaryMark,
+  boundarySince,
   isEligibleReviewer,
+  isVerifierBoundary,
   parseVerdict,
   runAttempt,
   selectReviewer,

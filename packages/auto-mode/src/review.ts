@@ -6,7 +6,9 @@ import {
   type IndependencePolicy,
   REVIEW_VERDICTS,
   type ReviewVerdict,
+  VERIFIER_BOUNDARY_KINDS,
   type Verifier,
+  type VerifierBoundary,
   type VerifierLaunch,
 } from "@asp/contracts";
 import type { ActorIdentity } from "./engine.js";
@@ -27,10 +29,88 @@ export interface ReviewerPort {
    */
   readonly launch?: VerifierLaunch;
   /**
+   * What the Reviewer's sandbox boundary recorded (`@asp/ths` `LaunchedVerifier`): each attempt's
+   * new entries are frozen into its review attempt (`boundary`). Absent: nothing is recorded.
+   */
+  readonly boundary?: VerifierBoundarySource;
+  /**
    * The read-only evidence adapter: the required material of the snapshot it cannot cover (empty
    * when it covers everything). Absent: the adapter covers every ref.
    */
   coverage?(snapshot: EvidenceSnapshot): ReadonlyArray<string> | Promise<ReadonlyArray<string>>;
+}
+
+/** A verifier's boundary record: the first entries kept, and how many there were in all. */
+export interface VerifierBoundarySource {
+  attempts(): ReadonlyArray<{ readonly kind: string; readonly detail: string; readonly at: string }>;
+  attemptCount(): number;
+}
+
+/** Where a boundary record stood before a call ({@link boundarySince}). */
+export interface BoundaryMark {
+  readonly count: number;
+  readonly kept: number;
+}
+
+/** Mark a boundary record before a call. Total: a throwing or absent source marks nothing. */
+export function boundaryMark(source: VerifierBoundarySource | undefined): BoundaryMark {
+  try {
+    return { count: source?.attemptCount() ?? 0, kept: source?.attempts().length ?? 0 };
+  } catch {
+    return { count: 0, kept: 0 };
+  }
+}
+
+/**
+ * What a boundary record gained since `mark`: the count and the first 8 kept entries of a known
+ * kind (undefined when nothing was added). Total: a source that throws or answers nonsense adds
+ * nothing (the record is evidence of what the Reviewer tried, never a verdict).
+ */
+export function boundarySince(
+  source: VerifierBoundarySource | undefined,
+  mark: BoundaryMark,
+): VerifierBoundary | undefined {
+  if (source === undefined) return undefined;
+  try {
+    const count = source.attemptCount() - mark.count;
+    if (!Number.isSafeInteger(count) || count <= 0) return undefined;
+    const first = source
+      .attempts()
+      .slice(mark.kept, mark.kept + 8)
+      .filter(
+        (a) => (VERIFIER_BOUNDARY_KINDS as ReadonlyArray<string>).includes(a.kind) && !Number.isNaN(Date.parse(a.at)),
+      )
+      .map((a) => ({
+        kind: a.kind as VerifierBoundary["first"][number]["kind"],
+        detail: String(a.detail).slice(0, 500),
+        at: new Date(a.at).toISOString(),
+      }));
+    return { count, first };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `v` is a {@link VerifierBoundary} (closed shape, known kinds, bounded). Pure. */
+export function isVerifierBoundary(v: unknown): v is VerifierBoundary {
+  if (typeof v !== "object" || v === null) return false;
+  const b = v as Record<string, unknown>;
+  if (Object.keys(b).some((k) => k !== "count" && k !== "first")) return false;
+  if (!Number.isSafeInteger(b.count) || (b.count as number) < 1) return false;
+  if (!Array.isArray(b.first) || b.first.length > 8) return false;
+  return b.first.every((e: unknown) => {
+    const x = e as Record<string, unknown> | null;
+    return (
+      typeof x === "object" &&
+      x !== null &&
+      Object.keys(x).length === 3 &&
+      (VERIFIER_BOUNDARY_KINDS as ReadonlyArray<unknown>).includes(x.kind) &&
+      typeof x.detail === "string" &&
+      x.detail.length <= 500 &&
+      typeof x.at === "string" &&
+      !Number.isNaN(Date.parse(x.at))
+    );
+  });
 }
 
 /** The frozen independence policy of a run and the actors that may never review its candidate. */

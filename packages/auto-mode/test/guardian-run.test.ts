@@ -18,6 +18,8 @@ import {
   type Engine,
   type Guardian,
   type GuardianRequest,
+  guardianFromVerifier,
+  loadAutoRunProjection,
   type PermissionClassifier,
   projectAutoRun,
   projectionInputOf,
@@ -621,6 +623,47 @@ describe("Stage 7 with auto_review: the Guardian resolves an ask", () => {
       ).rejects.toMatchObject({ code: "ASP_AUTO_MODE_INVALID_OPTION", data: { key: "guardian" } });
     }
     expect(await readRunFacts(t.store.log, runIdOf(RUN))).toEqual([]);
+  });
+
+  it("AM.invariants.1: what a Guardian tried past its sandbox boundary while asked is frozen into its record, answered or failed, and reloads", async () => {
+    // FAKE (fault injection): a boundary record like @asp/ths LaunchedVerifier's, written while
+    // the Guardian answers (the first ask allows, the second throws).
+    const kept: { kind: string; detail: string; at: string }[] = [];
+    let asked = 0;
+    const guardian = guardianFromVerifier(
+      {
+        verify: async () => {
+          asked += 1;
+          kept.push({ kind: "network_denied", detail: `ask ${asked}`, at: "2026-12-02T00:00:01.000Z" });
+          if (asked === 2) throw Object.assign(new Error("child died"), { code: "ASP_PLUGIN_VERIFIER_FAILED" });
+          return {
+            kind: "guardian",
+            decision: "allow",
+            risk: "low",
+            recoverable: true,
+            rationale: "docs only",
+          } as never;
+        },
+      },
+      { prompt_version: "probe-1", model_version: "probe" },
+      undefined,
+      { attempts: () => kept, attemptCount: () => kept.length },
+    );
+    const engine = engineOf(async function* () {
+      yield write("docs/a.md");
+      yield write("docs/b.md");
+      yield completion();
+    });
+    const { projection, t } = await runWith(engine, { guardian });
+    const [first, second] = projection.guardian_decisions;
+    expect(first?.boundary).toEqual({
+      count: 1,
+      first: [{ kind: "network_denied", detail: "ask 1", at: "2026-12-02T00:00:01.000Z" }],
+    });
+    expect(second?.failure).toBe("guardian_failed");
+    expect(second?.boundary?.first[0]?.detail).toBe("ask 2");
+    expect(projection.problems).toEqual([]);
+    expect(await loadAutoRunProjection(t.store, runIdOf(RUN))).toEqual(projection);
   });
 
   it("the Guardian's run-machine row names its test", () => {

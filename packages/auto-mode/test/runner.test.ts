@@ -525,4 +525,49 @@ describe("createAutoRunner", () => {
       expect(await loadAutoRunProjection(t.store, runIdOf(RUN))).toEqual(p);
     });
   });
+  describe("when the Reviewer runs behind a sandbox boundary (issue 27 item 4)", () => {
+    it("AM.invariants.1: what the boundary refused during an attempt is frozen into that attempt, bounded, and reloads", async () => {
+      // FAKE (fault injection): a boundary record like @asp/ths LaunchedVerifier's, filled while
+      // the Reviewer answers: a refusal from its start (not this attempt's) and 11 during it.
+      const kept: { kind: string; detail: string; at: string }[] = [
+        { kind: "port_denied", detail: "at start", at: "2026-12-02T00:00:00.000Z" },
+      ];
+      const inner = fakeReviewer("fake-pass");
+      const reviewer: ReviewerPort = {
+        ...inner,
+        verifier: {
+          verify: async (r) => {
+            for (let i = 0; i < 11; i++)
+              kept.push({
+                kind: i === 0 ? "network_denied" : "port_denied",
+                detail: `try ${i}`,
+                at: "2026-12-02T00:00:01.000Z",
+              });
+            kept.push({ kind: "not-a-kind", detail: "dropped", at: "2026-12-02T00:00:01.000Z" });
+            return inner.verifier.verify(r);
+          },
+        },
+        boundary: { attempts: () => kept, attemptCount: () => kept.length },
+      };
+      const { projection, t } = await runWith([completion()], [reviewer]);
+      const [attempt] = projection.review_runs[0]?.attempts ?? [];
+      expect(attempt?.outcome).toBe("verdict");
+      expect(attempt?.boundary?.count).toBe(12);
+      expect(attempt?.boundary?.first).toHaveLength(8);
+      expect(attempt?.boundary?.first[0]).toEqual({
+        kind: "network_denied",
+        detail: "try 0",
+        at: "2026-12-02T00:00:01.000Z",
+      });
+      expect(validate("review-run", projection.review_runs[0]).ok).toBe(true);
+      expect(await loadAutoRunProjection(t.store, runIdOf(RUN))).toEqual(projection);
+
+      // A Reviewer whose boundary saw nothing has no boundary entry.
+      const quiet = await runWith(
+        [completion()],
+        [{ ...fakeReviewer("fake-pass"), boundary: { attempts: () => [], attemptCount: () => 0 } }],
+      );
+      expect(quiet.projection.review_runs[0]?.attempts[0]).not.toHaveProperty("boundary");
+    });
+  });
 });

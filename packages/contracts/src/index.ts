@@ -78,6 +78,7 @@ export type {
   RunIdentity,
   TerminalRecord,
   TerminalRecordProblem,
+  VerifierBoundary,
   VerifierLaunch,
 } from "./schemas/auto-mode.js";
 export {
@@ -106,6 +107,8 @@ export {
   TERMINAL_USER_TRUTH,
   TerminalRecordSchema,
   terminalUserTruth,
+  VERIFIER_BOUNDARY_KINDS,
+  VerifierBoundarySchema,
   VerifierLaunchSchema,
 } from "./schemas/auto-mode.js";
 export type {

@@ -1,4 +1,5 @@
 export { git } from "./git.js";
 export { toThrowWithCode } from "./matchers.js";
+export { writeVerifierPlugin } from "./plugins.js";
 export type { ThrowawayPostgres } from "./postgres.js";
 export { findPostgresBin, startPostgres } from "./postgres.js";

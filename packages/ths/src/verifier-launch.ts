@@ -91,6 +91,8 @@ export interface LaunchedVerifier extends Verifier {
   readonly launch: VerifierLaunch;
   /** The attempts recorded so far, oldest first (the first 100; `onAttempt` sees every one). */
   attempts(): readonly VerifierAttempt[];
+  /** How many attempts were recorded in all (`attempts()` keeps only the first 100). */
+  attemptCount(): number;
   close(): Promise<void>;
 }
 
@@ -287,8 +289,10 @@ export async function launchVerifier(
 
   // The first MAX_ATTEMPTS are kept (a child cannot grow the host's memory by being refused).
   const recorded: VerifierAttempt[] = [];
+  let attemptCount = 0;
   const record = (kind: VerifierAttempt["kind"], detail: string): void => {
     const attempt = Object.freeze({ kind, detail: detail.slice(0, 500), at: clock.now().toISOString() });
+    attemptCount += 1;
     if (recorded.length < MAX_ATTEMPTS) recorded.push(attempt);
     options.onAttempt?.(attempt);
   };
@@ -519,6 +523,7 @@ export async function launchVerifier(
     capabilities: loaded.plugin.capabilities,
     launch,
     attempts: () => [...recorded],
+    attemptCount: () => attemptCount,
     verify: async (request: VerifyRequest): Promise<VerifyResponse> => {
       const { signal, ...plain } = request;
       const r = await conn.call<unknown>(

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { CallSite, PluginCapability, Policy, ProviderManifest } from "@asp/contracts";
+import type { CallSite, Policy, ProviderManifest } from "@asp/contracts";
 import { blobDigest } from "@asp/evidence";
 import { digestPlugin } from "@asp/plugin-host";
 import { afterAll, beforeAll } from "vitest";
@@ -188,27 +188,4 @@ export function freshDirs(prefix: string): (name: string) => string {
   };
 }
 
-/** Write an (unsigned) verifier plugin into `dir`: its manifest and `entry` as `main.mjs`. */
-export function writeVerifierPlugin(
-  dir: string,
-  id: string,
-  entry: string,
-  capabilities: readonly PluginCapability[] = ["review"],
-): string {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, "asp-plugin.json"),
-    JSON.stringify({
-      id,
-      version: "1.0.0",
-      kind: "verifier",
-      entry: "main.mjs",
-      capabilities,
-      diagnosticSources: [],
-      protocolVersion: "1.0",
-      engines: { node: ">=20" },
-    }),
-  );
-  writeFileSync(join(dir, "main.mjs"), entry);
-  return dir;
-}
+export { writeVerifierPlugin } from "@asp/test-utils";

@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import type { Policy } from "@asp/contracts";
 import { digestPlugin, signPlugin, writeKeyPair } from "@asp/plugin-host";
 import { describe, expect, it } from "vitest";
-import { FIXTURES, tempRepo, testHost } from "./helpers.js";
+import { FIXTURES, tempRepo, testHost, writeVerifierPlugin } from "./helpers.js";
 
 /** A signed provider plugin whose entry runs the honest fixture (id fake-honest-ts, source ts). */
 function signedPlugin(): { dir: string; parent: string; trustRoot: string; digest: string } {
@@ -51,22 +51,8 @@ describe("providers from signed plugins (@asp/plugin-host)", () => {
   it("a verified verifier in the plugins folder is never imported into the gate host (issue 12 item 4)", async () => {
     const p = signedPlugin();
     const dir = join(p.parent, "verifier-bystander");
-    mkdirSync(dir);
-    writeFileSync(
-      join(dir, "asp-plugin.json"),
-      JSON.stringify({
-        id: "verifier-bystander",
-        version: "1.0.0",
-        kind: "verifier",
-        entry: "main.mjs",
-        capabilities: ["review"],
-        diagnosticSources: [],
-        protocolVersion: "1.0",
-        engines: { node: ">=20" },
-      }),
-    );
     // Importing it is the observable: its top level marks the process.
-    writeFileSync(join(dir, "main.mjs"), `globalThis.__aspBystanderImported = true;\nexport default {};\n`);
+    writeVerifierPlugin(dir, "verifier-bystander", `globalThis.__aspBystanderImported = true;\nexport default {};\n`);
     signPlugin(dir, join(p.parent, "keys", "team"));
     const granted = policy(p.digest);
     const withVerifier: Policy = {

@@ -305,6 +305,20 @@ describe("launchVerifier (issue 27 item 4)", { timeout: 30_000 }, () => {
     expect(r.attempts().map((a) => a.at)).toEqual([NOW.toISOString(), NOW.toISOString()]);
   });
 
+  it("attack: a flood of refused callbacks keeps the first 100 and counts every one", async () => {
+    const v = await loaded(
+      "verifier-floods",
+      entryOf(
+        "verifier-floods",
+        `for (let i = 0; i < 150; i++) ${raw(9100, "host/checks.evaluate", "{ files: [] }").replace("id: 9100", "id: 9100 + i")} ${pass('"done"')}`,
+      ),
+    );
+    const r = await launched(v);
+    await r.verify({ kind: "review", subject: {} });
+    expect(r.attempts()).toHaveLength(100);
+    expect(r.attemptCount()).toBe(150);
+  });
+
   describe("network only through the host", () => {
     let server: Server;
     let base = "";

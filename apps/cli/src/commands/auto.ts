@@ -105,6 +105,14 @@ export function renderProjection(p: AutoRunProjection): string {
     lines.push(
       `review ${t(r.review_run_id)} by ${t(r.reviewer.actor_id)} (${r.reviewer.launch === undefined ? "run by the host" : launchText(r.reviewer.launch)}): ${r.attempts.map((a) => t(a.outcome)).join(", ") || "no attempt"}`,
     );
+    // What the Reviewer tried that its boundary refused, per attempt (the first few shown).
+    for (const a of r.attempts) {
+      if (a.boundary === undefined) continue;
+      const shown = a.boundary.first.map((b) => `${t(b.kind)}: ${t(b.detail)}`).join("; ");
+      const more =
+        a.boundary.count > a.boundary.first.length ? ` (+${a.boundary.count - a.boundary.first.length} more)` : "";
+      lines.push(`  attempt ${a.attempt} boundary: ${a.boundary.count} refused or failed: ${shown}${more}`);
+    }
   }
   for (const r of p.repair_runs) {
     lines.push(
@@ -139,7 +147,11 @@ function guardianLine(g: GuardianDecisionView): string {
   const by = g.resolution_actor === null ? "advice only (Stage 6)" : `${t(g.resolution)} by ${t(g.resolution_actor)}`;
   const rationale = g.rationale === null ? "" : `: ${t(g.rationale)}`;
   const launch = g.launch === undefined ? "" : ` (${launchText(g.launch)})`;
-  return `guardian step ${g.step_ordinal} ${what}: ${decided}, ${by}${launch}, audit ${t(g.audit_id)}${g.capability_id === null ? "" : `, capability ${t(g.capability_id)} used once`}${rationale}`;
+  const fenced =
+    g.boundary === undefined
+      ? ""
+      : `, boundary refused ${g.boundary.count} (${g.boundary.first.map((b) => t(b.kind)).join(", ")})`;
+  return `guardian step ${g.step_ordinal} ${what}: ${decided}, ${by}${launch}${fenced}, audit ${t(g.audit_id)}${g.capability_id === null ? "" : `, capability ${t(g.capability_id)} used once`}${rationale}`;
 }
 
 /** How a verifier's process was launched, in a few words: its mode and the sandbox that confines it. */
@@ -473,6 +485,7 @@ async function reviewerFor(
     },
     verifier,
     launch: verifierLaunchOf(launched.launch),
+    boundary: launched,
   };
 }
 
@@ -515,6 +528,7 @@ async function guardianFor(
       model_version: typeof model === "string" && model !== "" ? model : "plugin",
     },
     verifierLaunchOf(verifier.launch),
+    verifier,
   );
 }
 

@@ -1,4 +1,4 @@
-import type { GuardianAssessment, VerifierLaunch } from "@asp/contracts";
+import type { GuardianAssessment, VerifierBoundary, VerifierLaunch } from "@asp/contracts";
 import { auditCompletedEvent, auditStartedEvent } from "../audit.js";
 import { type AutoEvent, type StepAudit, type StepGuardian, type StepRecord, stepIdOf } from "../durable.js";
 import {
@@ -15,6 +15,7 @@ import {
   permissionAuditRequest,
 } from "../guardian.js";
 import type { MachineTransition } from "../machine.js";
+import { boundaryMark, boundarySince } from "../review.js";
 import type { RunContext, TerminalOutcome } from "../run/context.js";
 import { type Problems, type Rec, type RunFacts, same } from "./facts.js";
 import type { RunBase } from "./storage.js";
@@ -112,6 +113,7 @@ export async function reviewAsk(
     if (ctx.signal.aborted) onAbort();
     else ctx.signal.addEventListener("abort", onAbort, { once: true });
   });
+  const mark = boundaryMark(guardian.boundary);
   let raced: { readonly raw: unknown } | { readonly thrown: unknown } | { readonly timeout: true } | { stopped: true };
   try {
     raced = await Promise.race([
@@ -165,6 +167,12 @@ export async function reviewAsk(
       } else if (!counted.admitted && counted.reason === "guardian_denial_circuit") circuit = true;
     }
   }
+  // What the Guardian tried past its boundary while it was asked: frozen with this ask's record.
+  const fenced = boundarySince(guardian.boundary, mark);
+  const evidence = {
+    ...(guardian.launch === undefined ? {} : { launch: guardian.launch }),
+    ...(fenced === undefined ? {} : { boundary: fenced }),
+  };
   let record: StepAudit["record"];
   let capabilityId: string | null = null;
   if (answer !== null) {
@@ -177,7 +185,7 @@ export async function reviewAsk(
       generation: ctx.record.generation,
       decidedAt,
       capabilityExpiresAt: new Date(Date.parse(decidedAt) + timeoutS * 1000).toISOString(),
-      ...(guardian.launch === undefined ? {} : { launch: guardian.launch }),
+      ...evidence,
     });
     capabilityId = assessment.capability?.capability_id ?? null;
     record = { kind: "guardian", record: assessment };
@@ -189,7 +197,7 @@ export async function reviewAsk(
       outcome: f.outcome,
       detail: f.detail,
       decidedAt,
-      ...(guardian.launch === undefined ? {} : { launch: guardian.launch }),
+      ...evidence,
     });
     record = { kind: "guardian_failure", record: failed };
   }
@@ -277,6 +285,8 @@ export interface GuardianDecisionView {
   readonly model_version: string;
   /** How the Guardian's process was launched, as its record froze it (absent: one the host runs itself). */
   readonly launch?: VerifierLaunch;
+  /** What its boundary refused while it was asked, as its record froze it (absent: nothing). */
+  readonly boundary?: VerifierBoundary;
 }
 
 /**
@@ -486,5 +496,6 @@ function viewOf(
     prompt_version: record.prompt_version,
     model_version: record.model_version,
     ...(record.launch === undefined ? {} : { launch: record.launch }),
+    ...(record.boundary === undefined ? {} : { boundary: record.boundary }),
   };
 }

@@ -20,7 +20,14 @@ import type { AutoEvent } from "../durable.js";
 import { blocksVerified, findingStatusProblem } from "../findings.js";
 import { findingFingerprint, findingIdOf, reviewRunIdOf } from "../identity.js";
 import type { MachineTransition } from "../machine.js";
-import { type AttemptResult, isEligibleReviewer, runAttempt, selectReviewer } from "../review.js";
+import {
+  type AttemptResult,
+  boundaryMark,
+  boundarySince,
+  isEligibleReviewer,
+  runAttempt,
+  selectReviewer,
+} from "../review.js";
 import { ABORTED, type RunContext, type TerminalOutcome } from "../run/context.js";
 import type { CandidateSet, Produced } from "./candidate.js";
 import { type CommittedEvent, type Problems, type Rec, type RunFacts, same } from "./facts.js";
@@ -135,6 +142,7 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
     if (!admitted.admitted) break;
     if (!same(selected.identity, frozen)) return boundary;
     const startedAt = ctx.now();
+    const mark = boundaryMark(selected.boundary);
     await ctx.commit(auditStartedEvent(ctx.nextEventId(), startedAt, request, attempt) as unknown as AutoEvent, [
       { kind: "review", record: rr },
     ]);
@@ -186,6 +194,7 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
       bookkeeping: { durable: true, retry: attempt > 1, final, gating },
     };
     const completed = auditCompletedEvent(ctx.nextEventId(), completedAt, request, assessment);
+    const fenced = boundarySince(selected.boundary, mark);
     rr = {
       ...rr,
       attempts: [
@@ -196,6 +205,7 @@ export async function reviewCandidate(ctx: RunContext, produced: Produced): Prom
           started_at: startedAt,
           completed_at: completedAt,
           ...(outcome === "evidence_incomplete" ? { missing_coverage: missing } : {}),
+          ...(fenced === undefined ? {} : { boundary: fenced }),
         },
       ],
       verdict: assessment.verdict,

@@ -181,6 +181,37 @@ export const VerifierLaunchSchema = Type.Object(
 );
 export type VerifierLaunch = Static<typeof VerifierLaunchSchema>;
 
+/** What an out-of-process verifier's boundary refused or saw go wrong (`@asp/ths` `VerifierAttempt`). */
+export const VERIFIER_BOUNDARY_KINDS = [
+  "port_denied",
+  "network_denied",
+  "failed",
+  "exited",
+  "timeout",
+  "cancelled",
+  "stream_fault",
+] as const;
+
+/**
+ * The boundary events of one verifier call (a review attempt), frozen with it: how many there
+ * were and the first few, each with its host time. Evidence of what the Reviewer tried, never a
+ * verdict; bounded so a child that floods refused callbacks cannot grow the record.
+ */
+export const VerifierBoundarySchema = Type.Object(
+  {
+    count: Type.Integer({ minimum: 1 }),
+    first: Type.Array(
+      Type.Object(
+        { kind: StringEnum(VERIFIER_BOUNDARY_KINDS), detail: Type.String({ maxLength: 500 }), at: Timestamp },
+        Closed,
+      ),
+      { minItems: 0, maxItems: 8 },
+    ),
+  },
+  Closed,
+);
+export type VerifierBoundary = Static<typeof VerifierBoundarySchema>;
+
 /**
  * One review run: how its Reviewer was selected, then its bounded attempts (at most one transient
  * retry). It binds the exact candidate payload and snapshot digests. A run whose selection found no
@@ -218,6 +249,8 @@ export const ReviewRunSchema = Type.Object(
           started_at: Timestamp,
           completed_at: Type.Optional(Timestamp),
           missing_coverage: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+          /** What the Reviewer's sandbox boundary refused during this attempt (absent: nothing). */
+          boundary: Type.Optional(VerifierBoundarySchema),
         },
         Closed,
       ),
@@ -330,6 +363,8 @@ export const GuardianAssessmentSchema = Type.Object(
     model_version: Id,
     /** How the Guardian's process was launched (absent: a Guardian the composing host runs itself, e.g. the rules Guardian). */
     launch: Type.Optional(VerifierLaunchSchema),
+    /** What the Guardian's sandbox boundary refused while it answered this ask (absent: nothing). */
+    boundary: Type.Optional(VerifierBoundarySchema),
     audit_id: Id,
     audit_request_digest: Digest,
     assessment_digest: Digest,
