@@ -324,24 +324,25 @@ describe("asp auto run --preset on --engine openai: review, repair, re-review (i
     expect(shown.stdout).toContain("1 repair rounds");
   });
 
-  it("AM.states.7 AM.stage8.1: a Repair that leaves the same type error ends completed_with_issues(loop_detected) with its counters", async () => {
+  it("AM.states.7 AM.budgets.7 (ADR 0012): a Repair that leaves the same type error is denied by the host's checks, never re-reviewed: completed_with_issues(budget_exhausted) with its counters", async () => {
     const { url } = await modelServer([
       writeMath("p1", broken),
       { text: "Added half." },
       writeMath("r1", `${broken}// still a string\n`),
       { text: "Tried." },
     ]);
-    // The trusted configuration opens the repeated-finding circuit at the first repeat.
-    const { repo, config } = setup(url, { repeated_finding_limit: 1 }, REPAIR_STAGES);
+    // One repair round (budgets only tighten): its denial spends it, and the round budget ends the run.
+    const { repo, config } = setup(url, { repeated_finding_limit: 1, max_repair_rounds: 1 }, REPAIR_STAGES);
     const r = await presetRun(config, repo);
     const p = JSON.parse(r.stdout) as AutoRunProjection;
     expect(p.problems).toEqual([]);
     expect(p.state).toBe("completed_with_issues");
     expect(r.code).toBe(1);
-    expect(p.terminal?.stop_reason).toBe("loop_detected");
+    expect(p.terminal).toMatchObject({ stop_reason: "budget_exhausted", exhausted_limit: "max_repair_rounds" });
     expect(p.ledger?.consumed.repair_rounds).toBe(1);
-    expect(p.repair_runs.map((x) => x.outcome)).toEqual(["applied"]);
-    expect(p.finding_statuses.some((f) => f.status === "unaddressed")).toBe(true);
+    // The host's own type check denied the plan: it never became a candidate, nothing re-reviewed.
+    expect(p.repair_runs.map((x) => [x.outcome, x.check?.decision])).toEqual([["rejected", "deny"]]);
+    expect(p.review_runs).toHaveLength(1);
     expect(r.stdout).not.toContain(KEY);
   });
 

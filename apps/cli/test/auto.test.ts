@@ -34,6 +34,36 @@ function autoRun(config: string, repo: string, extra: string[] = [], reviewer = 
   return { ...r, projection: JSON.parse(r.stdout || "null") as AutoRunProjection };
 }
 
+/** Stages 2, 4, 5 and 9 under auto_fix: review, then Repair from a safe checkpoint. */
+const AUTO_FIX_MODE = {
+  stages: {
+    stage2_auto_run_storage: true,
+    stage4_review_completion_gate: true,
+    stage5_auto_repair: true,
+    stage9_safe_repair_checkpoint: true,
+  },
+  result_review_mode: "auto_fix",
+};
+
+/** Put a type error in the worktree's src/math.ts; returns the file's original text. */
+function withTypeError(repo: string): string {
+  const original = readFileSync(join(repo, "src", "math.ts"), "utf8");
+  writeFileSync(join(repo, "src", "math.ts"), `${original}\nexport const half: number = "one half";\n`);
+  return original;
+}
+
+/** A Repair script whose one plan rewrites src/math.ts as `text`, in a session of its own. */
+function repairScript(root: string, text: string): string {
+  const repairer = { actor_id: "repair:scripted", session_id: "repair-1", fingerprint: "code:repair-script@1" };
+  return scriptFile(root, "repair.json", repairer, [
+    {
+      kind: "completion",
+      payload: "half is a number now",
+      artifacts: [{ artifact_id: "src/math.ts", version_id: "v2", text }],
+    },
+  ]);
+}
+
 /** An engine script file `{ actor, steps }` in ROOT (what `--script` / `--repair-script` read). */
 function scriptFile(root: string, name: string, actor: Record<string, string>, steps: unknown[]): string {
   const path = join(root, name);
@@ -242,39 +272,51 @@ describe("asp auto run / asp auto show (issue 14 Done-when)", { timeout: 120_000
   });
 
   it("AM.stage5.1: under auto_fix with stages 5 and 9 a scripted run repairs with --repair-script: the worktree's type error is reviewed, repaired from the script's plan, re-reviewed Verified", () => {
-    const { root, repo, config } = setup({
-      stages: {
-        stage2_auto_run_storage: true,
-        stage4_review_completion_gate: true,
-        stage5_auto_repair: true,
-        stage9_safe_repair_checkpoint: true,
-      },
-      result_review_mode: "auto_fix",
-    });
-    const original = readFileSync(join(repo, "src", "math.ts"), "utf8");
-    writeFileSync(join(repo, "src", "math.ts"), `${original}\nexport const half: number = "one half";\n`);
+    const { root, repo, config } = setup(AUTO_FIX_MODE);
+    const original = withTypeError(repo);
     const fixed = `${original}\nexport const half: number = 0.5;\n`;
-    const repairer = { actor_id: "repair:scripted", session_id: "repair-1", fingerprint: "code:repair-script@1" };
-    const script = scriptFile(root, "repair.json", repairer, [
-      {
-        kind: "completion",
-        payload: "half is a number now",
-        artifacts: [{ artifact_id: "src/math.ts", version_id: "v2", text: fixed }],
-      },
-    ]);
-    const run = autoRun(config, repo, ["--repair-script", script]);
+    const run = autoRun(config, repo, ["--repair-script", repairScript(root, fixed)]);
     expect(run.stderr).toBe("");
     expect(run.projection.problems).toEqual([]);
     expect(run.projection.review_runs.map((r) => r.verdict)).toEqual(["issues", "pass"]);
-    expect(run.projection.repair_runs.map((r) => [r.outcome, r.actor.actor_id])).toEqual([
-      ["applied", "repair:scripted"],
+    expect(run.projection.repair_runs.map((r) => [r.outcome, r.actor.actor_id, r.check?.decision])).toEqual([
+      ["applied", "repair:scripted", "allow"],
     ]);
     expect(run.projection.state).toBe("verified");
     expect(run.code).toBe(0);
     // The user's worktree keeps its own bytes: the repair lives in the store.
     expect(readFileSync(join(repo, "src", "math.ts"), "utf8")).toContain('"one half"');
     const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
-    expect(human.stdout).toMatch(/repair round 1 applied/);
+    expect(human.stdout).toMatch(/repair round 1 applied .*, host check allow \(receipt \S+\)/);
+  });
+
+  it("AM.stage9.1 AM.invariants.9 (ADR 0012): attack: a Repair that fixes the type error but plants an AWS key is denied by the host's own secrets check, never a candidate; every round spent, completed_with_issues", () => {
+    const { root, repo, config } = setup(AUTO_FIX_MODE);
+    const original = withTypeError(repo);
+    const planted = `${original}\nexport const half: number = 0.5;\nexport const awsKey = "${FAKE_AWS_KEY}";\n`;
+    const run = autoRun(config, repo, ["--repair-script", repairScript(root, planted)]);
+    expect(run.stderr).toBe("");
+    expect(run.projection.problems).toEqual([]);
+    expect(run.projection.repair_runs.map((r) => [r.outcome, r.check?.decision, r.to_candidate_id])).toEqual([
+      ["rejected", "deny", null],
+      ["rejected", "deny", null],
+    ]);
+    expect(run.projection.terminal).toMatchObject({
+      state: "completed_with_issues",
+      stop_reason: "budget_exhausted",
+      exhausted_limit: "max_repair_rounds",
+    });
+    // The planted key never became a candidate: the only one is the reviewed original.
+    expect(run.projection.candidate?.parent_candidate_id).toBeNull();
+    expect(run.projection.review_runs.map((r) => r.verdict)).toEqual(["issues"]);
+    const receipt = run.projection.repair_runs[0]?.check?.receipt_id as string;
+    const human = runBinary(["auto", "show", run.projection.runId, "--config", config]);
+    expect(human.stdout).toMatch(/repair round 1 rejected .*, host check deny \(receipt \S+\)/);
+    // The denial is an ordinary receipted gate decision: the secrets requirement denied it.
+    const shown = runBinary(["receipts", "show", receipt, "--json", "--config", config]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/"decision":\s*"deny"/);
+    expect(shown.stdout).toMatch(/secrets/);
   });
 
   it("refuses a Reviewer that is not a verified, granted verifier plugin (exit 64)", () => {

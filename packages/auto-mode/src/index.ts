@@ -122,6 +122,7 @@ export {
   type FindingStatusView,
   isSafeRelPath,
   mutationSetOf,
+  type RepairCheck,
   type RepairOptions,
   repairTask,
 } from "./modules/repair.js";

@@ -29,7 +29,16 @@ import {
   type StepAudit,
   type StepRecord,
 } from "../src/index.js";
-import { completion, engineOf, fakeReviewer, manualTime, REVIEW_ONLY, RUN, tempStores } from "./helpers.js";
+import {
+  completion,
+  engineOf,
+  fakeReviewer,
+  manualTime,
+  patchBodies,
+  REVIEW_ONLY,
+  RUN,
+  tempStores,
+} from "./helpers.js";
 
 // Stages 6 and 7 in the run machine (ADR 0010): only an `ask` of deterministic policy reaches the
 // Guardian; Stage 6 records advice and resolves nothing; Stage 7 with auto_review resolves it with
@@ -176,29 +185,15 @@ describe("Stage 6: the Guardian's shadow advice resolves nothing", () => {
     });
     const { t } = await runWith(engine, { stages: [S2, S4, S6], selection: REVIEW_ONLY });
     const input = await projectionInputOf(t.store, runIdOf(RUN));
-    const tampered = {
-      ...input,
-      facts: input.facts.map((f) =>
-        f.kind === AUTO_FACT_KINDS.guardian
-          ? {
-              ...f,
-              record: {
-                ...(f.record as object),
-                body: {
-                  ...(f.record as { body: object }).body,
-                  capability: {
-                    capability_id: "0123456789abcdef0123456789abcdef",
-                    action_digest: (f.record as { body: { action_digest: string } }).body.action_digest,
-                    max_uses: 1,
-                    generation: 0,
-                    expires_at: "2030-01-01T00:00:00.000Z",
-                  },
-                },
-              },
-            }
-          : f,
-      ),
-    };
+    const tampered = patchBodies(input, AUTO_FACT_KINDS.guardian, (body) => ({
+      capability: {
+        capability_id: "0123456789abcdef0123456789abcdef",
+        action_digest: body.action_digest,
+        max_uses: 1,
+        generation: 0,
+        expires_at: "2030-01-01T00:00:00.000Z",
+      },
+    }));
     const p = projectAutoRun(tampered);
     expect(p.terminal_reason).toBe("safety_boundary");
     expect(p.problems.join("\n")).toMatch(/does not re-hash|capability/);

@@ -183,3 +183,22 @@ export const allowAll: PermissionClassifier = {
       ? { outcome: "ask", reason: "permissions.default is ask", fenced: false }
       : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
 };
+
+/**
+ * FAKE (fault injection): a tampered history, `input` with every fact of `kind` having its record
+ * body patched by `patch(body)` (the fields it returns replace the body's).
+ */
+export function patchBodies<T extends { facts: ReadonlyArray<{ kind: string; record: unknown }> }>(
+  input: T,
+  kind: string,
+  patch: (body: Record<string, unknown>) => Record<string, unknown>,
+): T {
+  return {
+    ...input,
+    facts: input.facts.map((f) => {
+      if (f.kind !== kind) return f;
+      const record = f.record as { body: Record<string, unknown> };
+      return { ...f, record: { ...record, body: { ...record.body, ...patch(record.body) } } };
+    }),
+  };
+}

@@ -12,7 +12,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StageFlag } from "@asp/contracts";
-import type { FactInput, FactLog } from "@asp/evidence";
+import type { Digest, FactInput, FactLog } from "@asp/evidence";
 import { type BudgetSet, createStageFlags, DEFAULT_BUDGETS } from "@asp/rollout";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -29,7 +29,16 @@ import {
   RUN_MACHINE,
   runIdOf,
 } from "../src/index.js";
-import { allowAll, countingReviewer, fakeReviewer, manualTime, PRODUCER, RUN, tempStores } from "./helpers.js";
+import {
+  allowAll,
+  countingReviewer,
+  fakeReviewer,
+  manualTime,
+  PRODUCER,
+  patchBodies,
+  RUN,
+  tempStores,
+} from "./helpers.js";
 
 // Stage 5 (bounded Repair) under Stage 9 (the safe checkpoint): issues → repair → an independent
 // re-review, against a real level store and Reviewers that are real subprocesses.
@@ -117,6 +126,13 @@ const stubborn = (round: number): EngineStep[] => [
   },
 ];
 
+/** The terminal of a run whose every repair round was spent with the finding still open. */
+const ROUNDS_SPENT = {
+  state: "completed_with_issues",
+  stop_reason: "budget_exhausted",
+  exhausted_limit: "max_repair_rounds",
+} as const;
+
 async function runWith(
   o: Partial<AutoRunnerOptions> & Pick<AutoRunnerOptions, "reviewers">,
   extra: { flags?: StageFlag[]; budgets?: Partial<BudgetSet> } = {},
@@ -201,11 +217,7 @@ describe("Stage 5 and Stage 9: bounded Repair from a committed checkpoint", () =
     const agent = repairAgent(stubborn);
     const { projection } = await runWith({ reviewers: [fakeReviewer("fake-judge")], repair: { engine: agent } });
     expect(projection.problems).toEqual([]);
-    expect(projection.terminal).toMatchObject({
-      state: "completed_with_issues",
-      stop_reason: "budget_exhausted",
-      exhausted_limit: "max_repair_rounds",
-    });
+    expect(projection.terminal).toMatchObject(ROUNDS_SPENT);
     expect(projection.repair_runs.map((r) => [r.round, r.outcome])).toEqual([
       [1, "applied"],
       [2, "applied"],
@@ -810,23 +822,85 @@ describe("the projection proves every Repair Run (tampered histories fail closed
     const a = projectAutoRun(withoutRepair);
     expect(a.terminal_reason).toBe("safety_boundary");
     expect(a.problems.join("\n")).toMatch(/no Repair Run produced it|run machine/);
-    const narrowed = {
-      ...input,
-      facts: input.facts.map((f) =>
-        f.kind === "auto.repair_run"
-          ? {
-              ...f,
-              record: {
-                ...(f.record as object),
-                body: { ...(f.record as { body: object }).body, mutation_set: [] },
-              },
-            }
-          : f,
-      ),
-    };
+    const narrowed = patchBodies(input, "auto.repair_run", () => ({ mutation_set: [] }));
     const b = projectAutoRun(narrowed);
     expect(b.terminal_reason).toBe("safety_boundary");
     expect(b.problems.join("\n")).toMatch(/mutation set/);
+  });
+
+  describe("ADR 0012: the host's checks judge a repaired plan before it becomes a candidate", () => {
+    /** FAKE (fault injection): a check port answering round by round, recording what it was shown. */
+    function checkPort(answers: Array<() => Promise<{ decision: string; receipt_id?: string | null }>>) {
+      const seen: Array<Array<{ path: string; digest: string }>> = [];
+      return {
+        seen,
+        check: async (request: { files: ReadonlyArray<{ path: string; digest: string }> }) => {
+          seen.push(request.files.map((f) => ({ ...f })));
+          const answer = answers[seen.length - 1];
+          if (answer === undefined) throw new Error("no answer scripted");
+          return answer();
+        },
+      };
+    }
+
+    it("AM.stage9.1 AM.invariants.9: a denied plan is never applied: rolled back, rejected with its receipt, the round spent; the next round's allowed plan is applied and re-reviewed", async () => {
+      const port = checkPort([
+        async () => ({ decision: "deny", receipt_id: "receipt-1" }),
+        async () => ({ decision: "allow", receipt_id: "receipt-2" }),
+      ]);
+      const agent = repairAgent(() => corrected());
+      const { t, projection } = await runWith({
+        reviewers: [fakeReviewer("fake-judge")],
+        repair: { engine: agent, check: port.check },
+      });
+      expect(projection.problems).toEqual([]);
+      expect(projection.user_truth).toBe("Verified");
+      expect(projection.repair_runs.map((r) => [r.round, r.outcome, r.check])).toEqual([
+        [1, "rejected", { decision: "deny", receipt_id: "receipt-1" }],
+        [2, "applied", { decision: "allow", receipt_id: "receipt-2" }],
+      ]);
+      // The check saw the repaired candidate's whole files, by digest of the bytes the plan wrote.
+      const written = await t.store.objects.readBlob(port.seen[0]?.[0]?.digest as Digest);
+      expect(port.seen[0]?.map((f) => f.path)).toEqual(["result.csv"]);
+      expect(new TextDecoder().decode(written)).toBe("x,y\n1,42\n");
+      // The denied round made no candidate: one repaired candidate, from round 2.
+      expect(projection.candidate?.candidate_id).toBe(projection.repair_runs[1]?.to_candidate_id);
+      // Round 1 commits no candidate_ready: its plan never became one.
+      expect((await eventTypes(t)).join(" ")).toBe(
+        "auto_run_started candidate_ready auto_audit_started auto_audit_completed repair_started repair_completed " +
+          "repair_started candidate_ready repair_completed auto_audit_started auto_audit_completed auto_run_terminal",
+      );
+    });
+
+    it("AM.budgets.7: a check that throws, answers nonsense or is indeterminate fails closed; with every round spent the run ends completed_with_issues(budget_exhausted)", async () => {
+      const port = checkPort([
+        async () => {
+          throw new Error("the provider crashed");
+        },
+        async () => ({ decision: "ALLOW!", receipt_id: "x".repeat(300) }),
+      ]);
+      const { projection } = await runWith({
+        reviewers: [fakeReviewer("fake-judge")],
+        repair: { engine: repairAgent(() => corrected()), check: port.check },
+      });
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal).toMatchObject(ROUNDS_SPENT);
+      expect(projection.repair_runs.map((r) => [r.outcome, r.check])).toEqual([
+        ["rejected", { decision: "indeterminate", receipt_id: null }],
+        ["rejected", { decision: "indeterminate", receipt_id: null }],
+      ]);
+      // The reviewed candidate is the only one: nothing denied was ever a candidate.
+      expect(projection.candidate?.parent_candidate_id).toBeNull();
+    });
+
+    it("AM.durable.5: a history that applied a plan its check denied, or rejected one it allowed, projects the safety boundary", async () => {
+      const input = await verifiedHistory();
+      const applied = projectAutoRun(
+        patchBodies(input, "auto.repair_run", () => ({ check: { decision: "deny", receipt_id: "r" } })),
+      );
+      expect(applied.terminal_reason).toBe("safety_boundary");
+      expect(applied.problems.join("\n")).toMatch(/applied a plan the host's check decided deny/);
+    });
   });
 
   it("a checkpoint that does not verify projects the safety boundary", async () => {

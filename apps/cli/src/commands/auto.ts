@@ -28,7 +28,7 @@ import {
   scopeReviewContent,
   verifierLaunchOf,
 } from "@asp/auto-mode";
-import type { Policy, VerifierLaunch } from "@asp/contracts";
+import type { HostChecks, Policy, VerifierLaunch } from "@asp/contracts";
 import { canonicalize, type Digest, diffTrees, digestBytes, type Store, snapshotWorktree } from "@asp/evidence";
 import {
   createTempPluginCache,
@@ -116,7 +116,7 @@ export function renderProjection(p: AutoRunProjection): string {
   }
   for (const r of p.repair_runs) {
     lines.push(
-      `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]`,
+      `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]${r.check === undefined ? "" : `, host check ${t(r.check.decision)}${r.check.receipt_id === null ? "" : ` (receipt ${t(r.check.receipt_id)})`}`}`,
     );
   }
   for (const g of p.guardian_decisions) lines.push(guardianLine(g));
@@ -821,7 +821,18 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
           omit: (path) => classifyAction(host.policy, { tool: "read_file", path }, { fence: true }).fenced,
         });
       }
-      await runIn(ctx, host, resolved, { engine, repair, reviewer, guardian, workspace, repo, task: flags.task ?? "" });
+      // ADR 0012: the host's required checks judge a repaired after-state before it becomes a candidate.
+      const checks = createHostChecks({ host, store: host.store, repo, excludes: config.excludes });
+      await runIn(ctx, host, resolved, {
+        engine,
+        repair,
+        checks,
+        reviewer,
+        guardian,
+        workspace,
+        repo,
+        task: flags.task ?? "",
+      });
     } finally {
       process.removeListener("exit", cleanup);
       cleanup();
@@ -836,6 +847,7 @@ async function runIn(
   o: {
     engine: Engine;
     repair: Engine | undefined;
+    checks: HostChecks;
     reviewer: ReviewerPort;
     guardian: Guardian | undefined;
     workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
@@ -851,7 +863,9 @@ async function runIn(
       reviewers: [o.reviewer],
       flags: resolved.flags,
       ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
-      ...(o.repair === undefined ? {} : { repair: { engine: o.repair } }),
+      ...(o.repair === undefined
+        ? {}
+        : { repair: { engine: o.repair, check: (request) => o.checks.evaluate({ files: request.files }) } }),
       ...(o.guardian === undefined ? {} : { guardian: o.guardian }),
       permissions: hostPermissions(host),
     });

@@ -1,12 +1,13 @@
-import type {
-  ActionResult,
-  BudgetLedger,
-  Candidate,
-  Finding,
-  RepairOutcome,
-  RepairRun,
-  ReviewRun,
-  TerminalRecord,
+import {
+  type ActionResult,
+  type BudgetLedger,
+  type Candidate,
+  DECISIONS,
+  type Finding,
+  type RepairOutcome,
+  type RepairRun,
+  type ReviewRun,
+  type TerminalRecord,
 } from "@asp/contracts";
 import { type Digest, digestBytes, type EvidenceRef, freezeSnapshot } from "@asp/evidence";
 import { canonicalizeAction, HOST_TOOLS } from "../actions.js";
@@ -126,7 +127,8 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     from: "repairing",
     on: "repair_completed",
     to: "candidate",
-    entry: "outcome rejected (an edit outside the mutation set or escaping it), no_change or failed: no new candidate",
+    entry:
+      "outcome rejected (an edit outside the mutation set or escaping it, or a plan the host's checks did not allow), no_change or failed: no new candidate",
     test: "repair.test.ts: an edit outside the mutation set",
   },
   {
@@ -165,7 +167,24 @@ export interface RepairOptions {
    * is their union). Relative, `/`-separated, no `.` or `..` segment.
    */
   readonly mutationSet?: ReadonlyArray<string>;
+  /**
+   * The host's hypothetical check of a repaired after-state (ADR 0012), e.g. `@asp/ths`
+   * `createHostChecks(...).evaluate`: the repaired candidate's whole files, by digest in the
+   * run's object store, judged by the host's required checks before they become a candidate.
+   * Only `allow` applies; `deny`, `indeterminate`, a throw or an answer that is not a decision
+   * roll the workspace back to the checkpoint, complete the Repair Run `rejected` with the
+   * check's receipt, and spend the round. Absent: the plan is not checked by the host.
+   */
+  readonly check?: RepairCheck;
 }
+
+/** The host's check of a repaired after-state: `files` over the trusted base, by blob digest. */
+export type RepairCheck = (request: {
+  readonly files: ReadonlyArray<{ readonly path: string; readonly digest: Digest }>;
+}) => Promise<{ readonly decision: string; readonly receipt_id?: string | null }>;
+
+/** What a check decided, as a Repair Run records it. */
+type CheckVerdict = NonNullable<RepairRun["check"]>;
 
 /** What a Repair Run gives: the repaired candidate to review, or how the run ends. */
 export type RepairResult =
@@ -348,13 +367,19 @@ export async function repairCandidate(
     } as AutoEvent,
     [{ kind: "repair", record }],
   );
-  const complete = async (outcome: RepairOutcome, to: Candidate | null, turns: number): Promise<void> => {
+  const complete = async (
+    outcome: RepairOutcome,
+    to: Candidate | null,
+    turns: number,
+    check?: CheckVerdict,
+  ): Promise<void> => {
     record = {
       ...record,
       turns_used: turns,
       outcome,
       to_candidate_id: to?.candidate_id ?? null,
       after_versions: to === null ? [] : to.artifact_versions.map((v) => ({ ...v })),
+      ...(check === undefined ? {} : { check }),
     };
     await ctx.commit(
       {
@@ -388,7 +413,12 @@ interface RepairRound {
   readonly mutationSet: ReadonlyArray<string>;
   readonly checkpoint: Awaited<ReturnType<typeof freezeCheckpoint>>;
   readonly artifacts: ReadonlyArray<{ path: string; bytes: Uint8Array }>;
-  readonly complete: (outcome: RepairOutcome, to: Candidate | null, turns: number) => Promise<void>;
+  readonly complete: (
+    outcome: RepairOutcome,
+    to: Candidate | null,
+    turns: number,
+    check?: CheckVerdict,
+  ) => Promise<void>;
 }
 
 /**
@@ -408,7 +438,8 @@ async function planAndCommit(
   const unresolved = r.findings.map((f) => f.finding_id);
   const { checkpoint } = r;
   let turns = 0;
-  const complete = (outcome: RepairOutcome, to: Candidate | null) => r.complete(outcome, to, turns);
+  const complete = (outcome: RepairOutcome, to: Candidate | null, check?: CheckVerdict) =>
+    r.complete(outcome, to, turns, check);
   /** Roll back, complete the Repair Run without a candidate, and end as `reason` (or the boundary). */
   const stop = async (
     outcome: RepairOutcome,
@@ -470,6 +501,17 @@ async function planAndCommit(
   // them; with one, commitCandidate takes them from the workspace itself.
   const byPath = new Map(r.artifacts.map((a) => [a.path, a.bytes]));
   for (const a of plan) byPath.set(a.artifact_id, a.bytes);
+  // ADR 0012: the host's own required checks judge the repaired after-state before it can become
+  // a candidate. Only allow applies; anything else leaves nothing behind and spends the round.
+  let check: CheckVerdict | undefined;
+  if (options.check !== undefined) {
+    check = await hypotheticalCheck(ctx, options.check, byPath);
+    if (check.decision !== "allow") {
+      const rolledBack = await rollBack(ctx, checkpoint.files);
+      await complete("rejected", null, check);
+      return rolledBack === null ? { kind: "no_change" } : { kind: "reason", reason: rolledBack, candidateId };
+    }
+  }
   const completion: Completion = {
     kind: "completion",
     payload: planned.completion.payload,
@@ -489,8 +531,36 @@ async function planAndCommit(
       produced.kind === "reason" && produced.reason !== "safety_boundary" ? { ...produced, candidateId } : produced,
     );
   }
-  await complete("applied", produced.candidate);
+  await complete("applied", produced.candidate, check);
   return { kind: "repaired", produced };
+}
+
+/**
+ * Run the host's check over the repaired candidate's whole files (put in the object store first),
+ * under the run's stop. Fails closed: a throw, the run's stop, or an answer that is not one of the
+ * three decisions is `indeterminate`; a receipt id that is not a bounded string is dropped.
+ */
+async function hypotheticalCheck(
+  ctx: RunContext,
+  check: RepairCheck,
+  files: ReadonlyMap<string, Uint8Array>,
+): Promise<CheckVerdict> {
+  try {
+    const refs: Array<{ path: string; digest: Digest }> = [];
+    for (const [path, bytes] of files) refs.push({ path, digest: await ctx.options.store.objects.putBlob(bytes) });
+    const answer = await ctx.orAbort(Promise.resolve().then(() => check({ files: refs })));
+    if (answer === ABORTED) return { decision: "indeterminate", receipt_id: null };
+    const decision = (DECISIONS as ReadonlyArray<unknown>).includes(answer?.decision)
+      ? (answer.decision as CheckVerdict["decision"])
+      : "indeterminate";
+    const receipt = answer?.receipt_id;
+    return {
+      decision,
+      receipt_id: typeof receipt === "string" && receipt.length > 0 && receipt.length <= 256 ? receipt : null,
+    };
+  } catch {
+    return { decision: "indeterminate", receipt_id: null };
+  }
 }
 
 type Planned =
@@ -838,6 +908,15 @@ export function proveRepairs(
         }
       }
     } else if (rr.to_candidate_id !== null) bad(`repair run ${rr.repair_run_id} ${rr.outcome} names a candidate`);
+    // ADR 0012: only a plan the host's check allowed is applied, and an allowed one is never rejected.
+    if (rr.check !== undefined) {
+      if (rr.outcome === "applied" && rr.check.decision !== "allow")
+        bad(`repair run ${rr.repair_run_id} applied a plan the host's check decided ${rr.check.decision}`);
+      if (rr.outcome === "rejected" && rr.check.decision === "allow")
+        bad(`repair run ${rr.repair_run_id} rejected a plan the host's check allowed`);
+      if (rr.outcome !== "applied" && rr.outcome !== "rejected")
+        bad(`repair run ${rr.repair_run_id} ${String(rr.outcome)} carries a host check`);
+    }
   });
   proveRepairSteps(facts, started, latest, bad);
   const producedBy = (id: string): RepairRun | undefined =>
@@ -983,7 +1062,8 @@ export function proveRepairTerminal(
       id === null ||
       id !== base.latestRun.candidate_id ||
       !reviews.reviewsOf(id).some((r) => r.verdict === "issues") ||
-      (last !== undefined && last.outcome !== "rejected")
+      // A plan rejected by the host's check (ADR 0012) spends its round; it is not this terminal.
+      (last !== undefined && (last.outcome !== "rejected" || last.check !== undefined))
     ) {
       bad("safe_rollback_unavailable is not what the review and Repair records show");
     }

@@ -9,6 +9,7 @@ import {
   BUDGET_LIMITS,
   type BudgetCounter,
   type BudgetLimit,
+  DECISIONS,
   EVIDENCE_REF_KINDS,
   EXHAUSTED_LIMITS,
   FINDING_SEVERITIES,
@@ -341,6 +342,20 @@ export const RepairRunSchema = Type.Object(
     turns_used: Count,
     outcome: Type.Union([StringEnum(REPAIR_OUTCOMES), Type.Null()]),
     to_candidate_id: Type.Union([Id, Type.Null()]),
+    /**
+     * The host's hypothetical check of the repaired after-state (ADR 0012): its decision and
+     * receipt. Only `allow` applies; any other rolls back to the checkpoint (`rejected`). Absent:
+     * the host checked nothing (no check port, or the Repair ended before its plan was whole).
+     */
+    check: Type.Optional(
+      Type.Object(
+        {
+          decision: StringEnum(DECISIONS),
+          receipt_id: Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()]),
+        },
+        Closed,
+      ),
+    ),
   },
   Closed,
 );
