@@ -10,6 +10,7 @@ import {
   type Verifier,
   type VerifierBoundary,
   type VerifierLaunch,
+  validate,
 } from "@asp/contracts";
 import type { ActorIdentity } from "./engine.js";
 import type { FindingContent } from "./identity.js";
@@ -91,26 +92,12 @@ export function boundarySince(
   }
 }
 
-/** Whether `v` is a {@link VerifierBoundary} (closed shape, known kinds, bounded). Pure. */
+/**
+ * Whether `v` is a {@link VerifierBoundary}: contracts' `verifier-boundary` schema (closed shape,
+ * known kinds, at most 8 kept attempts, bounded details). Pure.
+ */
 export function isVerifierBoundary(v: unknown): v is VerifierBoundary {
-  if (typeof v !== "object" || v === null) return false;
-  const b = v as Record<string, unknown>;
-  if (Object.keys(b).some((k) => k !== "count" && k !== "first")) return false;
-  if (!Number.isSafeInteger(b.count) || (b.count as number) < 1) return false;
-  if (!Array.isArray(b.first) || b.first.length > 8) return false;
-  return b.first.every((e: unknown) => {
-    const x = e as Record<string, unknown> | null;
-    return (
-      typeof x === "object" &&
-      x !== null &&
-      Object.keys(x).length === 3 &&
-      (VERIFIER_BOUNDARY_KINDS as ReadonlyArray<unknown>).includes(x.kind) &&
-      typeof x.detail === "string" &&
-      x.detail.length <= 500 &&
-      typeof x.at === "string" &&
-      !Number.isNaN(Date.parse(x.at))
-    );
-  });
+  return validate("verifier-boundary", v).ok;
 }
 
 /** The frozen independence policy of a run and the actors that may never review its candidate. */

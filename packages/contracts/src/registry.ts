@@ -103,6 +103,11 @@ const DEFINITIONS: { readonly [N in SchemaName]: Definition } = {
     "The immutable evidence a candidate is reviewed against.",
   ),
   "review-run": def(A.ReviewRunSchema, "Review run", "A Reviewer run with its bounded attempts."),
+  "verifier-boundary": def(
+    A.VerifierBoundarySchema,
+    "Verifier boundary",
+    "What a sandboxed verifier tried past its boundary: the count and the first 8 attempts.",
+  ),
   finding: def(A.FindingSchema, "Finding", "A review finding: content fingerprint plus per-run identity."),
   "repair-run": def(A.RepairRunSchema, "Repair run", "A bounded Repair Run from a committed checkpoint."),
   "guardian-assessment": def(
@@ -231,6 +236,7 @@ export interface SchemaTypes {
   candidate: A.Candidate;
   "evidence-snapshot": A.EvidenceSnapshot;
   "review-run": A.ReviewRun;
+  "verifier-boundary": A.VerifierBoundary;
   finding: A.Finding;
   "repair-run": A.RepairRun;
   "guardian-assessment": A.GuardianAssessment;
