@@ -107,12 +107,12 @@ function repairAgent(
   };
 }
 
-const corrected = (path = "result.csv"): EngineStep[] => [
+const corrected = (path = "result.csv", csv = "x,y\n1,42\n"): EngineStep[] => [
   { kind: "turn", usage: { input_tokens: 100, output_tokens: 20 } },
   {
     kind: "completion",
     payload: "The answer is 42 (corrected).",
-    artifacts: [{ artifact_id: path, version_id: "v2", bytes: utf8.encode("x,y\n1,42\n") }],
+    artifacts: [{ artifact_id: path, version_id: "v2", bytes: utf8.encode(csv) }],
     evidence: [],
   },
 ];
@@ -848,17 +848,20 @@ describe("the projection proves every Repair Run (tampered histories fail closed
         async () => ({ decision: "deny", receipt_id: "receipt-1" }),
         async () => ({ decision: "allow", receipt_id: "receipt-2" }),
       ]);
-      const agent = repairAgent(() => corrected());
+      // Round 2 proposes another plan (a plan the host denied is never checked again).
+      const agent = repairAgent((round) => corrected("result.csv", round === 1 ? "x,y\n1,42\n" : "x,y\n1,42.0\n"));
       const { t, projection } = await runWith({
         reviewers: [fakeReviewer("fake-judge")],
         repair: { engine: agent, check: port.check },
       });
       expect(projection.problems).toEqual([]);
       expect(projection.user_truth).toBe("Verified");
+      const digest = expect.stringMatching(/^sha256:[0-9a-f]{64}$/);
       expect(projection.repair_runs.map((r) => [r.round, r.outcome, r.check])).toEqual([
-        [1, "rejected", { decision: "deny", receipt_id: "receipt-1" }],
-        [2, "applied", { decision: "allow", receipt_id: "receipt-2" }],
+        [1, "rejected", { decision: "deny", receipt_id: "receipt-1", plan_digest: digest }],
+        [2, "applied", { decision: "allow", receipt_id: "receipt-2", plan_digest: digest }],
       ]);
+      expect(projection.repair_runs[0]?.check?.plan_digest).not.toBe(projection.repair_runs[1]?.check?.plan_digest);
       // The check saw the repaired candidate's whole files, by digest of the bytes the plan wrote.
       const written = await t.store.objects.readBlob(port.seen[0]?.[0]?.digest as Digest);
       expect(port.seen[0]?.map((f) => f.path)).toEqual(["result.csv"]);
@@ -885,12 +888,94 @@ describe("the projection proves every Repair Run (tampered histories fail closed
       });
       expect(projection.problems).toEqual([]);
       expect(projection.terminal).toMatchObject(ROUNDS_SPENT);
+      // An indeterminate check is no verdict on the plan: the same plan is checked again.
+      const digest = expect.stringMatching(/^sha256:[0-9a-f]{64}$/);
       expect(projection.repair_runs.map((r) => [r.outcome, r.check])).toEqual([
-        ["rejected", { decision: "indeterminate", receipt_id: null }],
-        ["rejected", { decision: "indeterminate", receipt_id: null }],
+        ["rejected", { decision: "indeterminate", receipt_id: null, plan_digest: digest }],
+        ["rejected", { decision: "indeterminate", receipt_id: null, plan_digest: digest }],
       ]);
+      expect(port.seen).toHaveLength(2);
       // The reviewed candidate is the only one: nothing denied was ever a candidate.
       expect(projection.candidate?.parent_candidate_id).toBeNull();
+    });
+
+    it("AM.stage8.1 AM.budgets.8: with the loop circuits on, the same plan denied twice opens the no-progress circuit; the repeat is not checked again", async () => {
+      const port = checkPort([async () => ({ decision: "deny", receipt_id: "receipt-1" })]);
+      const { projection } = await runWith(
+        {
+          reviewers: [fakeReviewer("fake-judge")],
+          repair: { engine: repairAgent(() => corrected()), check: port.check },
+        },
+        { flags: ["stage8_loop_circuits"] },
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal).toMatchObject({ state: "completed_with_issues", stop_reason: "loop_detected" });
+      // One gate evaluation: the repeat is decided by the first denial, its receipt named.
+      expect(port.seen).toHaveLength(1);
+      const [first, second] = projection.repair_runs;
+      expect(first?.check).toEqual({
+        decision: "deny",
+        receipt_id: "receipt-1",
+        plan_digest: expect.stringMatching(/^sha256:/),
+      });
+      expect(second?.check).toEqual({
+        decision: "deny",
+        receipt_id: "receipt-1",
+        plan_digest: first?.check?.plan_digest,
+        repeat_of: first?.repair_run_id,
+      });
+      expect(projection.candidate?.parent_candidate_id).toBeNull();
+      expect(projection.ledger?.circuits.no_progress).toBe("open");
+      expect(projection.ledger?.same_action_no_delta[first?.check?.plan_digest ?? ""]).toBe(2);
+    });
+
+    it("AM.budgets.8: a different plan after a denial is checked again; without the loop circuits a repeated denied plan spends the round", async () => {
+      const differing = checkPort([
+        async () => ({ decision: "deny", receipt_id: "receipt-1" }),
+        async () => ({ decision: "deny", receipt_id: "receipt-2" }),
+      ]);
+      let n = 0;
+      const other = await runWith(
+        {
+          reviewers: [fakeReviewer("fake-judge")],
+          repair: {
+            engine: repairAgent(() => corrected("result.csv", `x,y\n1,${42 + n++}\n`)),
+            check: differing.check,
+          },
+        },
+        { flags: ["stage8_loop_circuits"] },
+      );
+      expect(other.projection.problems).toEqual([]);
+      expect(other.projection.terminal).toMatchObject(ROUNDS_SPENT);
+      expect(differing.seen).toHaveLength(2);
+      const off = checkPort([async () => ({ decision: "deny", receipt_id: "receipt-1" })]);
+      const { projection } = await runWith({
+        reviewers: [fakeReviewer("fake-judge")],
+        repair: { engine: repairAgent(() => corrected()), check: off.check },
+      });
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal).toMatchObject(ROUNDS_SPENT);
+      expect(off.seen).toHaveLength(1);
+      expect(projection.repair_runs[1]?.check?.repeat_of).toBe(projection.repair_runs[0]?.repair_run_id);
+    });
+
+    it("AM.durable.5: a repeat naming no earlier denial of the same plan projects the safety boundary", async () => {
+      const port = checkPort([async () => ({ decision: "deny", receipt_id: "receipt-1" })]);
+      const { t } = await runWith(
+        {
+          reviewers: [fakeReviewer("fake-judge")],
+          repair: { engine: repairAgent(() => corrected()), check: port.check },
+        },
+        { flags: ["stage8_loop_circuits"] },
+      );
+      const input = await projectionInputOf(t.store, runIdOf(RUN));
+      const forged = patchBodies(input, "auto.repair_run", (body) => {
+        const check = (body as { check?: { repeat_of?: string } }).check;
+        return check?.repeat_of !== undefined ? { check: { ...check, receipt_id: "receipt-forged" } } : {};
+      });
+      const p = projectAutoRun(forged);
+      expect(p.terminal_reason).toBe("safety_boundary");
+      expect(p.problems.join("\n")).toMatch(/repeats a denial no earlier round of this plan made/);
     });
 
     it("AM.durable.5: a history that applied a plan its check denied, or rejected one it allowed, projects the safety boundary", async () => {

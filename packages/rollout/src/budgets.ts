@@ -666,6 +666,29 @@ export class BudgetMeter {
     return { admitted: true, active: true, limit };
   }
 
+  /**
+   * Record a Repair plan the host's checks denied (ADR 0012), by the digest of its exact
+   * after-state. The host applied nothing, so the plan is counted like an action without a durable
+   * delta, in the same per-digest ledger. The same plan denied again is a loop: at the second
+   * denial (or at `same_action_no_delta_limit`, if that is tightened below 2) the no-progress
+   * circuit opens and the check refuses.
+   */
+  recordDeniedPlan(planDigest: string): BudgetCheck {
+    const limit = "same_action_no_delta_limit";
+    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
+    const key = digestOf(planDigest);
+    const counts = this.#ledger.same_action_no_delta;
+    counts[key] = (counts[key] ?? 0) + 1;
+    this.#touch();
+    const used = counts[key] ?? 0;
+    const ceiling = Math.min(2, this.#ledger.limits[limit]);
+    if (used >= ceiling) {
+      this.#open("no_progress");
+      return { admitted: false, active: true, limit, reason: "loop_detected", used, ceiling };
+    }
+    return { admitted: true, active: true, limit };
+  }
+
   /** Record one Agent turn: progress (an Artifact, Plan or Evidence change) resets the count. */
   recordTurn(outcome: { readonly progress: boolean }): BudgetCheck {
     const limit = "no_progress_turn_limit";

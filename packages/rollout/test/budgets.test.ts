@@ -429,6 +429,28 @@ describe("BudgetMeter", () => {
       expect(meter.admitAction(D(3))).toMatchObject({ admitted: false, reason: "loop_detected" });
     });
 
+    it("a Repair plan the host denied opens the circuit at its second denial; another plan counts apart; tightening below 2 opens at the first", () => {
+      const { meter } = meterWith(["stage8_loop_circuits"]);
+      expect(meter.recordDeniedPlan(D(7))).toMatchObject({ admitted: true, active: true });
+      expect(meter.recordDeniedPlan(D(8)).admitted).toBe(true);
+      expect(meter.circuit("no_progress")).toBe("closed");
+      expect(meter.recordDeniedPlan(D(7))).toMatchObject({
+        admitted: false,
+        reason: "loop_detected",
+        used: 2,
+        ceiling: 2,
+      });
+      expect(meter.circuit("no_progress")).toBe("open");
+      expect(meter.toJSON().same_action_no_delta[D(7)]).toBe(2);
+      const tight = meterWith(["stage8_loop_circuits"], { ...DEFAULT_BUDGETS, same_action_no_delta_limit: 1 }).meter;
+      expect(tight.recordDeniedPlan(D(7))).toMatchObject({ admitted: false, used: 1, ceiling: 1 });
+      // Without the loop circuits nothing is recorded and nothing refuses.
+      const off = meterWith([]).meter;
+      expect(off.recordDeniedPlan(D(7))).toMatchObject({ admitted: true, active: false });
+      expect(off.recordDeniedPlan(D(7)).admitted).toBe(true);
+      expect(() => meter.recordDeniedPlan("plan-1")).toThrow(/sha256/);
+    });
+
     it("turns without progress reset on progress (property)", () => {
       fc.assert(
         fc.property(fc.array(fc.boolean(), { maxLength: 60 }), (progress) => {

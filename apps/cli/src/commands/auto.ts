@@ -79,6 +79,19 @@ export function autoExitCode(projection: AutoRunProjection): number {
   return EXIT.indeterminate;
 }
 
+/** How `asp auto show` names a Repair Run's host check, and the round a repeat was decided by. */
+function hostCheckText(
+  check: AutoRunProjection["repair_runs"][number]["check"],
+  runs: AutoRunProjection["repair_runs"],
+): string {
+  if (check === undefined) return "";
+  const receipt = check.receipt_id === null ? "" : ` (receipt ${t(check.receipt_id)})`;
+  const prior = check.repeat_of === undefined ? undefined : runs.find((r) => r.repair_run_id === check.repeat_of);
+  const repeat =
+    prior === undefined ? "" : `, the same plan round ${prior.round} was denied: not checked again (loop circuit)`;
+  return `, host check ${t(check.decision)}${receipt}${repeat}`;
+}
+
 /** The human rendering of a projection: user truth, terminal reason, findings, how to reprint it. */
 export function renderProjection(p: AutoRunProjection): string {
   const lines = [`${t(p.user_truth)}  (run ${t(p.runId)})`];
@@ -116,7 +129,7 @@ export function renderProjection(p: AutoRunProjection): string {
   }
   for (const r of p.repair_runs) {
     lines.push(
-      `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]${r.check === undefined ? "" : `, host check ${t(r.check.decision)}${r.check.receipt_id === null ? "" : ` (receipt ${t(r.check.receipt_id)})`}`}`,
+      `repair round ${r.round} ${t(r.outcome ?? "running")} from ${t(r.from_candidate_id)}${r.to_candidate_id === null ? "" : ` to ${t(r.to_candidate_id)}`}, ${r.turns_used} turns, checkpoint ${t(r.checkpoint.checkpoint_id)}, mutation set [${r.mutation_set.map(t).join(", ")}]${hostCheckText(r.check, p.repair_runs)}`,
     );
   }
   for (const g of p.guardian_decisions) lines.push(guardianLine(g));

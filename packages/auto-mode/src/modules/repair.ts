@@ -397,7 +397,15 @@ export async function repairCandidate(
 
   const artifacts = await artifactsOf(ctx, from);
   try {
-    return await planAndCommit(ctx, from, options, { round, findings, mutationSet, checkpoint, artifacts, complete });
+    return await planAndCommit(ctx, from, options, {
+      round,
+      repairRunId: record.repair_run_id,
+      findings,
+      mutationSet,
+      checkpoint,
+      artifacts,
+      complete,
+    });
   } catch (error) {
     // A record that cannot commit ends the run at the safety boundary (the runner's last resort):
     // nothing the Repair wrote outlives it unrecorded.
@@ -409,6 +417,7 @@ export async function repairCandidate(
 /** What one Repair Run has frozen before its Agent is asked. */
 interface RepairRound {
   readonly round: number;
+  readonly repairRunId: string;
   readonly findings: ReadonlyArray<Finding>;
   readonly mutationSet: ReadonlyArray<string>;
   readonly checkpoint: Awaited<ReturnType<typeof freezeCheckpoint>>;
@@ -505,11 +514,25 @@ async function planAndCommit(
   // a candidate. Only allow applies; anything else leaves nothing behind and spends the round.
   let check: CheckVerdict | undefined;
   if (options.check !== undefined) {
-    check = await hypotheticalCheck(ctx, options.check, byPath);
+    const planDigest = planDigestOf(byPath);
+    // Decision 4: a plan the host already denied is not checked again. Its repeat is rejected with
+    // that denial, and the second denial of one plan opens the no-progress circuit.
+    const prior = ctx.repairDenials.get(planDigest);
+    check =
+      prior === undefined
+        ? { ...(await hypotheticalCheck(ctx, options.check, byPath)), plan_digest: planDigest }
+        : { decision: "deny", receipt_id: prior.receipt_id, plan_digest: planDigest, repeat_of: prior.repair_run_id };
     if (check.decision !== "allow") {
+      const loop = check.decision === "deny" ? ctx.meter.recordDeniedPlan(planDigest) : undefined;
+      if (check.decision === "deny" && prior === undefined) {
+        ctx.repairDenials.set(planDigest, { repair_run_id: r.repairRunId, receipt_id: check.receipt_id });
+      }
       const rolledBack = await rollBack(ctx, checkpoint.files);
       await complete("rejected", null, check);
-      return rolledBack === null ? { kind: "no_change" } : { kind: "reason", reason: rolledBack, candidateId };
+      if (rolledBack !== null) return { kind: "reason", reason: rolledBack, candidateId };
+      return loop?.admitted === false
+        ? { kind: "issues", candidateId, stop: "loop_detected", unresolved }
+        : { kind: "no_change" };
     }
   }
   const completion: Completion = {
@@ -533,6 +556,17 @@ async function planAndCommit(
   }
   await complete("applied", produced.candidate, check);
   return { kind: "repaired", produced };
+}
+
+/**
+ * The digest of a plan's exact after-state: every file of the repaired candidate, by path and
+ * content digest, in path order. Two rounds that would give the same candidate files have the same
+ * plan digest, whatever order or spelling their writes took.
+ */
+function planDigestOf(files: ReadonlyMap<string, Uint8Array>): Digest {
+  const entries = [...files].map(([path, bytes]) => [path, digestBytes(bytes)] as const);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return digestBytes(utf8.encode(JSON.stringify({ kind: "asp.repair_plan.v1", files: entries })));
 }
 
 /**
@@ -916,6 +950,19 @@ export function proveRepairs(
         bad(`repair run ${rr.repair_run_id} rejected a plan the host's check allowed`);
       if (rr.outcome !== "applied" && rr.outcome !== "rejected")
         bad(`repair run ${rr.repair_run_id} ${String(rr.outcome)} carries a host check`);
+      // Decision 4: a repeat is decided by an earlier round's denial of the same exact plan.
+      if (rr.check.repeat_of !== undefined) {
+        const prior = repairs.slice(0, i).find((p) => p.repair_run_id === rr.check?.repeat_of)?.check;
+        if (
+          prior?.decision !== "deny" ||
+          prior.repeat_of !== undefined ||
+          prior.plan_digest === undefined ||
+          prior.plan_digest !== rr.check.plan_digest ||
+          prior.receipt_id !== rr.check.receipt_id ||
+          rr.check.decision !== "deny"
+        )
+          bad(`repair run ${rr.repair_run_id} repeats a denial no earlier round of this plan made`);
+      }
     }
   });
   proveRepairSteps(facts, started, latest, bad);

@@ -103,6 +103,12 @@ export interface RunContext {
     string,
     { readonly record_id: string; readonly audit_id: string; readonly rationale: string }
   >;
+  /**
+   * The Repair plans (digests of their exact after-states) the host's checks denied in this run,
+   * with the Repair Run and receipt that denied them: the same plan is never checked again
+   * (ADR 0012 decision 4).
+   */
+  readonly repairDenials: Map<string, { readonly repair_run_id: string; readonly receipt_id: string | null }>;
   /** The id the next committed step will have (what a Guardian's ask decision id names). */
   nextStepId(): string;
   /** The timers deadlines are armed with (`options.timers`, else the system's). */

@@ -55,6 +55,7 @@ export class RunDriver implements RunContext {
     string,
     { readonly record_id: string; readonly audit_id: string; readonly rationale: string }
   >();
+  readonly repairDenials = new Map<string, { readonly repair_run_id: string; readonly receipt_id: string | null }>();
   #cancel: AbortSignal | undefined;
   #onCancel: (() => void) | undefined;
 

@@ -346,12 +346,18 @@ export const RepairRunSchema = Type.Object(
      * The host's hypothetical check of the repaired after-state (ADR 0012): its decision and
      * receipt. Only `allow` applies; any other rolls back to the checkpoint (`rejected`). Absent:
      * the host checked nothing (no check port, or the Repair ended before its plan was whole).
+     * `plan_digest` names the exact after-state that was judged (its files by path and content
+     * digest). `repeat_of` names the earlier Repair Run of this run whose check denied this exact
+     * plan: the host did not check it again, the round is rejected with that run's decision and
+     * receipt, and the no-progress circuit opens.
      */
     check: Type.Optional(
       Type.Object(
         {
           decision: StringEnum(DECISIONS),
           receipt_id: Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()]),
+          plan_digest: Type.Optional(Digest),
+          repeat_of: Type.Optional(Id),
         },
         Closed,
       ),
