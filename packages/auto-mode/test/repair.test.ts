@@ -19,9 +19,11 @@ import {
   type ActorIdentity,
   type AutoRunnerOptions,
   createAutoRunner,
+  createRulesGuardian,
   createScratchWorkspace,
   type Engine,
   type EngineStep,
+  type Guardian,
   loadAutoRunProjection,
   type PermissionClassifier,
   projectAutoRun,
@@ -91,18 +93,23 @@ function producer(): Engine {
 function repairAgent(
   plan: (round: number, task: Record<string, unknown>) => EngineStep[],
   actor: ActorIdentity = REPAIRER,
-): Engine & { tasks: Array<Record<string, unknown>>; tools: string[][] } {
+): Engine & { tasks: Array<Record<string, unknown>>; tools: string[][]; replies: unknown[] } {
   const tasks: Array<Record<string, unknown>> = [];
   const tools: string[][] = [];
+  const replies: unknown[] = [];
   return {
     actor,
     tasks,
     tools,
+    replies,
     async *run(params) {
       const task = JSON.parse(params.task) as Record<string, unknown>;
       tasks.push(task);
       tools.push(params.tools.map((t) => t.name));
-      for (const step of plan(tasks.length, task)) yield step;
+      for (const step of plan(tasks.length, task)) {
+        const reply: unknown = yield step;
+        if (reply !== undefined) replies.push(reply);
+      }
     },
   };
 }
@@ -413,6 +420,9 @@ describe("Repair through the host's mediated tools (propose, check against the m
       plant?: (dir: string) => void;
       /** Fault injection: wrap the store's fact log. */
       log?: (log: FactLog) => FactLog;
+      guardian?: Guardian;
+      flags?: StageFlag[];
+      approvals?: "user" | "auto_review";
     } = {},
   ) {
     const t = await setup();
@@ -437,11 +447,15 @@ describe("Repair through the host's mediated tools (propose, check against the m
       permissions: o.permissions ?? allowAll,
       reviewers: [fakeReviewer("fake-judge")],
       repair: { engine: agent, mutationSet: o.mutationSet ?? [] },
-      flags: createStageFlags(BASE_FLAGS),
+      flags: createStageFlags([...BASE_FLAGS, ...(o.flags ?? [])]),
       clock: time.clock,
       timers: time.timers,
+      ...(o.guardian === undefined ? {} : { guardian: o.guardian }),
     });
-    const projection = await runner.run({ run: RUN, selection: AUTO_FIX });
+    const projection = await runner.run({
+      run: RUN,
+      selection: { ...AUTO_FIX, approvals_reviewer: o.approvals ?? "user" },
+    });
     return { t, dir, agent, projection };
   }
   const write = (path: string, content: string, id = "w"): EngineStep => ({
@@ -798,6 +812,126 @@ describe("Repair through the host's mediated tools (propose, check against the m
       }),
     };
     expect(projectAutoRun(relabelled).problems.join("\n")).toMatch(/terminal while repair_acting/);
+  });
+
+  describe("a Repair Agent's ask reaches the Guardian like the producer's (Stages 6 and 7)", () => {
+    /** Policy: writes under docs/ and secrets/ ask, the rest is allowed. */
+    const askDocs: PermissionClassifier = {
+      version: "policy-test-1",
+      classify: (action) =>
+        action.path?.startsWith("docs/") === true || action.path?.startsWith("secrets/") === true
+          ? { outcome: "ask", reason: "permissions.rules[1] says ask", fenced: false }
+          : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
+    };
+    const rules = createRulesGuardian({
+      version: "test-1",
+      rules: [
+        { actionClass: "write_file", targets: ["docs/"], decision: "allow", risk: "low", rationale: "docs are safe" },
+        {
+          actionClass: "write_file",
+          targets: ["secrets/"],
+          decision: "deny",
+          risk: "high",
+          rationale: "not in secrets/",
+        },
+      ],
+    });
+    const enforce = {
+      permissions: askDocs,
+      guardian: rules,
+      flags: ["stage7_guardian_enforcement"] as StageFlag[],
+      approvals: "auto_review" as const,
+      mutationSet: ["docs/fix.md", "secrets/fix.md"],
+    };
+
+    it("AM.stage7.1 AM.invariants.3: under Stage 7 with auto_review a Repair write policy asks about is allowed once by the Guardian, audited, and the repaired candidate is reviewed: Verified", async () => {
+      const { dir, projection } = await inWorkspace(
+        () => [write("docs/fix.md", "why 42\n", "a"), write("result.csv", "x,y\n1,42\n", "b"), done()],
+        enforce,
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.user_truth).toBe("Verified");
+      expect(phases(projection)).toEqual([
+        "turn",
+        "admitted:write_file:docs/fix.md",
+        "executed:write_file:docs/fix.md",
+        "admitted:write_file:result.csv",
+        "executed:write_file:result.csv",
+      ]);
+      expect(projection.guardian_decisions).toHaveLength(1);
+      expect(projection.guardian_decisions[0]).toMatchObject({ decision: "allow", resolution: "admitted" });
+      expect(readFileSync(join(dir, "docs/fix.md"), "utf8")).toBe("why 42\n");
+      expect(projection.repair_runs.map((r) => r.outcome)).toEqual(["applied"]);
+    });
+
+    it("AM.stage7.1: a recoverable deny of a Repair write runs nothing and returns its rationale to the Repair Agent, which writes elsewhere: Verified", async () => {
+      const { dir, agent, projection } = await inWorkspace(
+        () => [write("secrets/fix.md", "k\n", "a"), write("result.csv", "x,y\n1,42\n", "b"), done()],
+        enforce,
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.user_truth).toBe("Verified");
+      expect(phases(projection)).toEqual([
+        "turn",
+        "denied:write_file:secrets/fix.md",
+        "admitted:write_file:result.csv",
+        "executed:write_file:result.csv",
+      ]);
+      expect(agent.replies[0]).toMatchObject({ status: "refused", code: "guardian_denied" });
+      expect(String((agent.replies[0] as { reason?: string }).reason)).toMatch(/not in secrets/);
+      expect(existsSync(join(dir, "secrets"))).toBe(false);
+    });
+
+    it("AM.stage7.1 AM.terminals.8: a Guardian stop inside a Repair rolls the workspace back, rejects the Repair Run and ends blocked_by_guardian naming its record", async () => {
+      const critical: Guardian = {
+        identity: { prompt_version: "fixed-1", model_version: "fixed" },
+        assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
+      };
+      const { dir, projection } = await inWorkspace(
+        () => [write("result.csv", "x,y\n1,42\n", "a"), write("docs/fix.md", "k\n", "b"), done()],
+        { ...enforce, guardian: critical },
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal).toMatchObject({ state: "blocked_by_guardian" });
+      expect(projection.terminal?.guardian_record_id).toBe(projection.guardian_decisions[0]?.record_id);
+      expect(projection.repair_runs.map((r) => [r.outcome, r.to_candidate_id])).toEqual([["rejected", null]]);
+      // The in-set write that ran is undone; the refused one never ran.
+      expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+      expect(existsSync(join(dir, "docs"))).toBe(false);
+      expect(projection.candidate?.parent_candidate_id).toBeNull();
+    });
+
+    it("AM.stage6.1: under Stage 6 a Repair write's ask gets the Guardian's advice and is still refused headless as policy's", async () => {
+      const { projection } = await inWorkspace(() => [write("docs/fix.md", "k\n", "a"), done()], {
+        ...enforce,
+        flags: ["stage6_guardian_shadow"],
+        approvals: "user",
+      });
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal_reason).toBe("policy_requires_explicit_setup");
+      expect(phases(projection)).toEqual(["turn", "refused:write_file:docs/fix.md"]);
+      expect(projection.guardian_decisions).toEqual([
+        expect.objectContaining({ mode: "shadow", resolution: "advice" }),
+      ]);
+    });
+
+    it("AM.durable.5: a Guardian stop inside a Repair whose step lost its Guardian record does not project blocked_by_guardian", async () => {
+      const critical: Guardian = {
+        identity: { prompt_version: "fixed-1", model_version: "fixed" },
+        assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
+      };
+      const { t } = await inWorkspace(() => [write("docs/fix.md", "k\n", "b"), done()], {
+        ...enforce,
+        guardian: critical,
+      });
+      const input = await projectionInputOf(t.store, runIdOf(RUN));
+      // Drop the Guardian's record from the stop step: the terminal no longer has its cause.
+      const forged = patchBodies(input, "auto.step", (body) =>
+        (body as { phase?: string }).phase === "refused" ? { guardian: null } : {},
+      );
+      const p = projectAutoRun(forged);
+      expect(p.terminal_reason).toBe("safety_boundary");
+    });
   });
 });
 

@@ -38,6 +38,16 @@ export const GUARDIAN_ROWS: ReadonlyArray<MachineTransition> = [
       "Stage 7 with auto_review: the Guardian denied an ask recoverably below both denial thresholds; its assessment and permission audit committed in the step's append; nothing ran and the rationale goes back to the Agent",
     test: "guardian-run.test.ts: a recoverable deny returns its rationale to the Agent, nothing runs",
   },
+  {
+    module: "guardian",
+    stage: "stage7_guardian_enforcement",
+    from: "repairing",
+    on: "step:denied",
+    to: "repairing",
+    entry:
+      "Stage 7 with auto_review: the Guardian denied a Repair Agent's ask recoverably below both denial thresholds; its assessment and permission audit committed in the step's append; nothing ran and the rationale goes back to the Repair Agent",
+    test: "repair.test.ts: a recoverable deny of a Repair write runs nothing and returns its rationale",
+  },
 ];
 
 /** What asking the Guardian about one ask gave, ready to commit with the step that records it. */

@@ -62,7 +62,7 @@ export const REPAIR_ROWS: ReadonlyArray<MachineTransition> = [
     on: "step:admitted",
     to: "repair_acting",
     entry:
-      "the Repair Agent proposed a read, or a whole-file write of a path inside the mutation set (through write_file or as a file of its completion); the ledger and deterministic policy allowed it; nothing has run",
+      "the Repair Agent proposed a read, or a whole-file write of a path inside the mutation set (through write_file or as a file of its completion); the ledger and deterministic policy allowed it, or (Stage 7 with auto_review) policy asked and this append consumes the Guardian's one-shot allow; nothing has run",
     test: "repair.test.ts: the Repair Agent edits through the host's mediated tools",
   },
   {
@@ -678,7 +678,8 @@ async function repairAction(
   const proposal = frozenProposal(raw);
   const outside = await refuseOutsideMutationSet(ctx, proposal, allowed);
   if (outside !== null) return outside;
-  const acted = await mediateAction(ctx, proposal);
+  // A Repair Agent's ask reaches the Guardian exactly as the producer's does (Stages 6 and 7).
+  const acted = await mediateAction(ctx, proposal, { guardian: true });
   if ("kind" in acted) return { ...acted, candidateId: ctx.record.candidate_id } as TerminalOutcome;
   return { result: acted.result };
 }

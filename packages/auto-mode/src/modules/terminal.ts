@@ -53,7 +53,7 @@ export const TERMINAL_ROWS: ReadonlyArray<MachineTransition> = [
     on: "auto_run_terminal",
     to: "terminal",
     entry:
-      "verified / completed_with_issues / review_unavailable by the gating review's records, or a reason outside the five states",
+      "verified / completed_with_issues / review_unavailable by the gating review's records, blocked_by_guardian right after a Repair Run the Guardian's committed stop ended, or a reason outside the five states",
     test: "runner.test.ts: AM.states.3",
   },
   {
@@ -310,10 +310,25 @@ function proveTerminalRow(facts: RunFacts, terminal: TerminalRecord, bad: Proble
   if ((left === "acting" || left === "reviewing") && terminal.terminal_reason !== "safety_boundary")
     bad(`a ${terminal.terminal_reason ?? terminal.state} terminal while ${left}`);
   if (terminal.state === "blocked_by_guardian") {
-    // Only from the Guardian's committed stop: its record, and the denial circuit for a loop.
+    // Only from the Guardian's committed stop: its record, and the denial circuit for a loop. A
+    // stop of a Repair Agent's ask is its Repair Run's last act: the run completes (rolled back,
+    // no candidate) and the terminal follows it.
     const g = refusal?.guardian ?? null;
     const loop = refusal?.refusal?.code === "guardian_denial_circuit";
-    if (left !== "refused" || refusal?.phase !== "refused" || refusal.refusal?.terminal !== null || g === null)
+    const stopSeq = facts.steps[facts.steps.length - 1]?.seq ?? Number.POSITIVE_INFINITY;
+    const after = facts.replay.trace.filter((m) => m.seq > stopSeq);
+    const fromRepair =
+      left === "candidate" &&
+      facts.replay.trace.find((m) => m.seq === stopSeq)?.from === "repairing" &&
+      after.length === 2 &&
+      after[0]?.on === "repair_completed" &&
+      after[1]?.on === "auto_run_terminal";
+    if (
+      (left !== "refused" && !fromRepair) ||
+      refusal?.phase !== "refused" ||
+      refusal.refusal?.terminal !== null ||
+      g === null
+    )
       bad("blocked_by_guardian without the Guardian's committed stop");
     else if (terminal.guardian_record_id !== g.record_id) bad("blocked_by_guardian names another Guardian record");
     if ((terminal.stop_reason === "loop_detected") !== loop)
