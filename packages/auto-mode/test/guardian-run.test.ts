@@ -13,14 +13,12 @@ import {
   capabilityStateKey,
   commitStep,
   createAutoRunner,
-  createRulesGuardian,
   createScratchWorkspace,
   type Engine,
   type Guardian,
   type GuardianRequest,
   guardianFromVerifier,
   loadAutoRunProjection,
-  type PermissionClassifier,
   projectAutoRun,
   projectionInputOf,
   RUN_MACHINE,
@@ -30,6 +28,7 @@ import {
   type StepRecord,
 } from "../src/index.js";
 import {
+  askDocs,
   completion,
   engineOf,
   fakeReviewer,
@@ -37,6 +36,7 @@ import {
   patchBodies,
   REVIEW_ONLY,
   RUN,
+  docsRules as rules,
   tempStores,
 } from "./helpers.js";
 
@@ -53,31 +53,6 @@ const AUTO_REVIEW: AutoModeSelection = { ...REVIEW_ONLY, approvals_reviewer: "au
 const folders: string[] = [];
 afterEach(() => {
   for (const d of folders.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-/** Policy: writes under `docs/` and `secrets/` are `ask`, `keys/` is fenced (credential-shaped), the rest allowed. */
-const askDocs: PermissionClassifier = {
-  version: "policy-test-1",
-  classify: (action, { fence }) =>
-    action.path?.startsWith("keys/") === true && fence
-      ? { outcome: "ask", reason: "the credential-shaped file fence", fenced: true }
-      : action.path?.startsWith("docs/") === true || action.path?.startsWith("secrets/") === true
-        ? { outcome: "ask", reason: "permissions.rules[1] says ask", fenced: false }
-        : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
-};
-
-const rules = createRulesGuardian({
-  version: "test-1",
-  rules: [
-    { actionClass: "write_file", targets: ["docs/"], decision: "allow", risk: "low", rationale: "docs are safe" },
-    {
-      actionClass: "write_file",
-      targets: ["secrets/"],
-      decision: "deny",
-      risk: "high",
-      rationale: "write the note outside secrets/",
-    },
-  ],
 });
 
 /** A Guardian that records every request it is shown, answering with `inner`. */

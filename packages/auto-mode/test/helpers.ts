@@ -7,7 +7,14 @@ import type { ActionResult, RunIdentity, Verifier, VerifyResponse } from "@asp/c
 import { openStore, type Store } from "@asp/evidence";
 import { type AutoModeSelection, createStageFlags } from "@asp/rollout";
 import { afterEach } from "vitest";
-import type { ActorIdentity, Engine, EngineStep, PermissionClassifier, ReviewerPort } from "../src/index.js";
+import {
+  type ActorIdentity,
+  createRulesGuardian,
+  type Engine,
+  type EngineStep,
+  type PermissionClassifier,
+  type ReviewerPort,
+} from "../src/index.js";
 
 const FAKE = fileURLToPath(new URL("./fixtures/fake-reviewer.mjs", import.meta.url));
 
@@ -202,3 +209,29 @@ export function patchBodies<T extends { facts: ReadonlyArray<{ kind: string; rec
     }),
   };
 }
+
+/** Policy: writes under `docs/` and `secrets/` are `ask`, `keys/` is fenced (credential-shaped), the rest allowed. */
+export const askDocs: PermissionClassifier = {
+  version: "policy-test-1",
+  classify: (action, { fence }) =>
+    action.path?.startsWith("keys/") === true && fence
+      ? { outcome: "ask", reason: "the credential-shaped file fence", fenced: true }
+      : action.path?.startsWith("docs/") === true || action.path?.startsWith("secrets/") === true
+        ? { outcome: "ask", reason: "permissions.rules[1] says ask", fenced: false }
+        : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
+};
+
+/** The rules Guardian for {@link askDocs}: allows writes under docs/, denies (recoverably) under secrets/. */
+export const docsRules = createRulesGuardian({
+  version: "test-1",
+  rules: [
+    { actionClass: "write_file", targets: ["docs/"], decision: "allow", risk: "low", rationale: "docs are safe" },
+    {
+      actionClass: "write_file",
+      targets: ["secrets/"],
+      decision: "deny",
+      risk: "high",
+      rationale: "write the note outside secrets/",
+    },
+  ],
+});

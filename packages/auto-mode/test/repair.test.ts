@@ -19,7 +19,6 @@ import {
   type ActorIdentity,
   type AutoRunnerOptions,
   createAutoRunner,
-  createRulesGuardian,
   createScratchWorkspace,
   type Engine,
   type EngineStep,
@@ -33,7 +32,9 @@ import {
 } from "../src/index.js";
 import {
   allowAll,
+  askDocs,
   countingReviewer,
+  docsRules,
   fakeReviewer,
   manualTime,
   PRODUCER,
@@ -815,30 +816,9 @@ describe("Repair through the host's mediated tools (propose, check against the m
   });
 
   describe("a Repair Agent's ask reaches the Guardian like the producer's (Stages 6 and 7)", () => {
-    /** Policy: writes under docs/ and secrets/ ask, the rest is allowed. */
-    const askDocs: PermissionClassifier = {
-      version: "policy-test-1",
-      classify: (action) =>
-        action.path?.startsWith("docs/") === true || action.path?.startsWith("secrets/") === true
-          ? { outcome: "ask", reason: "permissions.rules[1] says ask", fenced: false }
-          : { outcome: "allow", reason: "permissions.rules[0] says allow", fenced: false },
-    };
-    const rules = createRulesGuardian({
-      version: "test-1",
-      rules: [
-        { actionClass: "write_file", targets: ["docs/"], decision: "allow", risk: "low", rationale: "docs are safe" },
-        {
-          actionClass: "write_file",
-          targets: ["secrets/"],
-          decision: "deny",
-          risk: "high",
-          rationale: "not in secrets/",
-        },
-      ],
-    });
     const enforce = {
       permissions: askDocs,
-      guardian: rules,
+      guardian: docsRules,
       flags: ["stage7_guardian_enforcement"] as StageFlag[],
       approvals: "auto_review" as const,
       mutationSet: ["docs/fix.md", "secrets/fix.md"],
@@ -878,7 +858,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
         "executed:write_file:result.csv",
       ]);
       expect(agent.replies[0]).toMatchObject({ status: "refused", code: "guardian_denied" });
-      expect(String((agent.replies[0] as { reason?: string }).reason)).toMatch(/not in secrets/);
+      expect(String((agent.replies[0] as { reason?: string }).reason)).toMatch(/outside secrets/);
       expect(existsSync(join(dir, "secrets"))).toBe(false);
     });
 
