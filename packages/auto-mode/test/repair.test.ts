@@ -1092,6 +1092,48 @@ describe("the projection proves every Repair Run (tampered histories fail closed
       expect(p.problems.join("\n")).toMatch(/repeats a denial no earlier round of this plan made/);
     });
 
+    it("AM.stage9.1: the check judges the candidate's whole change: a file the producer removed is sent to it as deleted", async () => {
+      const t = await setup();
+      const time = manualTime();
+      const dir = mkdtempSync(join(tmpdir(), "asp-auto-repair-del-"));
+      dirs.push(dir);
+      const workspace = await createScratchWorkspace({ dir });
+      // Filled before the run first touches it: old.txt is part of the workspace's start.
+      writeFileSync(join(dir, "old.txt"), "the producer removes me\n");
+      await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
+      const engine: Engine = {
+        actor: PRODUCER,
+        async *run(): AsyncGenerator<EngineStep> {
+          // Out of band, as a producer's command would: the workspace holds the removal.
+          rmSync(join(dir, "old.txt"));
+          yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
+          yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
+        },
+      };
+      const seen: Array<{ files: string[]; deleted: ReadonlyArray<string> }> = [];
+      const runner = createAutoRunner({
+        store: t.store,
+        engine,
+        workspace,
+        permissions: allowAll,
+        reviewers: [fakeReviewer("fake-judge")],
+        repair: {
+          engine: repairAgent(() => corrected()),
+          check: async (request) => {
+            seen.push({ files: request.files.map((f) => f.path), deleted: request.deleted });
+            return { decision: "allow", receipt_id: "receipt-1" };
+          },
+        },
+        flags: createStageFlags(BASE_FLAGS),
+        clock: time.clock,
+        timers: time.timers,
+      });
+      const projection = await runner.run({ run: RUN, selection: AUTO_FIX });
+      expect(projection.problems).toEqual([]);
+      expect(projection.user_truth).toBe("Verified");
+      expect(seen).toEqual([{ files: ["result.csv"], deleted: ["old.txt"] }]);
+    });
+
     it("AM.durable.5: a history that applied a plan its check denied, or rejected one it allowed, projects the safety boundary", async () => {
       const input = await verifiedHistory();
       const applied = projectAutoRun(

@@ -293,9 +293,18 @@ export interface HostChecksFile {
   readonly digest: string;
 }
 
-/** What a verifier asks the host's checks: the files to lay over the repository's trusted base. */
+/**
+ * What a verifier asks the host's checks: the files to lay over the repository's trusted base, and
+ * the base's files the candidate removes (so the judged after-state is the candidate's whole
+ * change, not the base with a file the candidate deleted still in it).
+ */
 export interface HostChecksParams {
   readonly files: readonly HostChecksFile[];
+  /**
+   * Repository-relative paths removed from the base (same path rules as `files`; never also in
+   * `files`). A path the base does not hold is nothing to remove; a folder is refused.
+   */
+  readonly deleted?: readonly string[];
 }
 
 /** One gating finding of a host-checks evaluation, as the host decided it (never as a provider claimed it). */

@@ -54,12 +54,12 @@ function badPath(path: unknown): string | null {
  *
  * @throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH`, `ASP_THS_HOST_CHECKS_BAD_FILES`.
  */
-async function checkFiles(objects: ObjectStore, params: unknown): Promise<ReadonlyMap<string, Digest>> {
+async function checkFiles(objects: ObjectStore, params: unknown): Promise<ReadonlyMap<string, Digest | null>> {
   const files = (params as { files?: unknown } | null)?.files;
   if (!Array.isArray(files) || files.length > MAX_FILES) {
     throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `files must be an array of at most ${MAX_FILES}`, {});
   }
-  const out = new Map<string, Digest>();
+  const out = new Map<string, Digest | null>();
   for (const [i, f] of files.entries()) {
     const { path, digest } = (f ?? {}) as { path?: unknown; digest?: unknown };
     const why = badPath(path);
@@ -76,19 +76,55 @@ async function checkFiles(objects: ObjectStore, params: unknown): Promise<Readon
     }
     out.set(p, digest as Digest);
   }
+  const deleted = (params as { deleted?: unknown } | null)?.deleted ?? [];
+  if (!Array.isArray(deleted) || deleted.length > MAX_FILES) {
+    throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `deleted must be an array of at most ${MAX_FILES} paths`, {});
+  }
+  for (const [i, path] of deleted.entries()) {
+    const why = badPath(path);
+    if (why !== null) {
+      throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `deleted[${i}]: ${why}`, {
+        index: i,
+        path: String(path).slice(0, 4096),
+      });
+    }
+    const p = path as string;
+    if (out.has(p)) {
+      throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `deleted[${i}]: ${p} is named twice (written or deleted?)`, {
+        path: p,
+      });
+    }
+    out.set(p, null);
+  }
   return out;
 }
 
 /**
  * The after-tree: `base` with each file set to its blob, keeping an existing file's mode (new
- * files are `100644`). A path below a file, through a symbolic link, or onto a folder is refused.
+ * files are `100644`), and each deleted path (null) removed. A path below a file, through a
+ * symbolic link, or onto a folder is refused; deleting a path the base does not hold changes
+ * nothing, deleting a link removes the link.
  *
  * @throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH`.
  */
-async function afterTree(objects: ObjectStore, base: Digest, files: ReadonlyMap<string, Digest>): Promise<Digest> {
+async function afterTree(
+  objects: ObjectStore,
+  base: Digest,
+  files: ReadonlyMap<string, Digest | null>,
+): Promise<Digest> {
   const writes = new Map<string, PathAfter>();
   for (const [path, digest] of files) {
     const at = await lookupPath(objects, base, path);
+    if (digest === null) {
+      if (at.kind === "through-link" || at.kind === "under-file" || at.kind === "directory") {
+        throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `cannot delete ${path}: it is ${at.kind} in the base tree`, {
+          path,
+          kind: at.kind,
+        });
+      }
+      if (at.kind === "file" || at.kind === "link") writes.set(path, null);
+      continue;
+    }
     if (at.kind === "through-link" || at.kind === "under-file" || at.kind === "directory" || at.kind === "link") {
       throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `${path} is ${at.kind} in the base tree`, { path, kind: at.kind });
     }

@@ -1,9 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Digest, snapshotWorktree } from "@asp/evidence";
+import { changesetDigest, type Digest, snapshotGitRevision, snapshotWorktree } from "@asp/evidence";
 import { git } from "@asp/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
-import { type ComposedHost, createHostChecks, showReceipt, trustedBaseKey } from "../src/index.js";
+import { type ComposedHost, committedTree, createHostChecks, showReceipt, trustedBaseKey } from "../src/index.js";
 import { manifest, policyFor, tempRepo, testHost } from "./helpers.js";
 
 const hosts: ComposedHost[] = [];
@@ -37,6 +37,42 @@ describe("createHostChecks (issue 14 item 10, asp.plugin.HostChecks)", () => {
       expect(stored.receipt.receiptId).toBe(r.receipt_id);
       expect(readFileSync(join(repo, "src/a.ts"), "utf8")).toBe(before);
       expect(await host.log.latest(trustedBaseKey(repo))).toBeUndefined();
+    });
+  });
+
+  describe("when the candidate removes files of the base", () => {
+    it("the judged after-state is the candidate's whole change: a deleted file is gone from it, exactly as a commit of the change would leave it", async () => {
+      const { repo, host, checks, put } = await setup();
+      const files = [{ path: "src/a.ts", digest: await put("export const a = 2;\n") }];
+      const kept = await checks.evaluate({ files });
+      const removed = await checks.evaluate({ files, deleted: ["README.md"] });
+      // A path the base does not hold is nothing to remove: the same after-state as without it.
+      const absent = await checks.evaluate({ files, deleted: ["src/never.ts"] });
+      // The same change made for real, committed on a side branch: its tree is the after-state.
+      git(repo, "checkout", "-q", "-b", "change");
+      writeFileSync(join(repo, "src/a.ts"), "export const a = 2;\n");
+      git(repo, "rm", "-q", "README.md");
+      git(repo, "commit", "-q", "-am", "change");
+      const base = await committedTree(repo, "main", host.store);
+      const { tree } = await snapshotGitRevision(repo, "change", { store: host.store });
+      const receipt = async (id: string) => (await showReceipt(host.log, id)).receipt.changeset;
+      expect(await receipt(removed.receipt_id)).toBe(changesetDigest(base, tree));
+      expect(await receipt(kept.receipt_id)).not.toBe(changesetDigest(base, tree));
+      expect(await receipt(absent.receipt_id)).toBe(await receipt(kept.receipt_id));
+    });
+
+    it.each<[string, { written?: boolean; deleted: unknown }, string]>([
+      ["a path also written", { written: true, deleted: ["src/a.ts"] }, "ASP_THS_HOST_CHECKS_BAD_FILES"],
+      ["a folder", { deleted: ["src"] }, "ASP_THS_HOST_CHECKS_BAD_PATH"],
+      ["an escaping path", { deleted: ["../x"] }, "ASP_THS_HOST_CHECKS_BAD_PATH"],
+      ["the repository's metadata", { deleted: [".git/config"] }, "ASP_THS_HOST_CHECKS_BAD_PATH"],
+      ["not an array", { deleted: "README.md" }, "ASP_THS_HOST_CHECKS_BAD_FILES"],
+    ])("refuses deleting %s and evaluates nothing", async (_why, o, code) => {
+      const { host, checks, put } = await setup();
+      const head = await host.log.head();
+      const files = o.written === true ? [{ path: "src/a.ts", digest: await put("x\n") }] : [];
+      await expect(checks.evaluate({ files, deleted: o.deleted } as never)).rejects.toThrowWithCode(code);
+      expect(await host.log.head()).toEqual(head);
     });
   });
 

@@ -878,7 +878,12 @@ async function runIn(
       ...(o.workspace === undefined ? {} : { workspace: o.workspace }),
       ...(o.repair === undefined
         ? {}
-        : { repair: { engine: o.repair, check: (request) => o.checks.evaluate({ files: request.files }) } }),
+        : {
+            repair: {
+              engine: o.repair,
+              check: (request) => o.checks.evaluate({ files: request.files, deleted: request.deleted }),
+            },
+          }),
       ...(o.guardian === undefined ? {} : { guardian: o.guardian }),
       permissions: hostPermissions(host),
     });

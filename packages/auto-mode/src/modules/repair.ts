@@ -181,6 +181,8 @@ export interface RepairOptions {
 /** The host's check of a repaired after-state: `files` over the trusted base, by blob digest. */
 export type RepairCheck = (request: {
   readonly files: ReadonlyArray<{ readonly path: string; readonly digest: Digest }>;
+  /** The files the candidate removes (the producer's removals the workspace holds), never also in `files`. */
+  readonly deleted: ReadonlyArray<string>;
 }) => Promise<{ readonly decision: string; readonly receipt_id?: string | null }>;
 
 /** What a check decided, as a Repair Run records it. */
@@ -514,13 +516,19 @@ async function planAndCommit(
   // a candidate. Only allow applies; anything else leaves nothing behind and spends the round.
   let check: CheckVerdict | undefined;
   if (options.check !== undefined) {
-    const planDigest = planDigestOf(byPath);
+    let deleted: string[];
+    try {
+      deleted = await removedFiles(ctx, byPath);
+    } catch {
+      return stop("failed", "safety_boundary");
+    }
+    const planDigest = planDigestOf(byPath, deleted);
     // Decision 4: a plan the host already denied is not checked again. Its repeat is rejected with
     // that denial, and the second denial of one plan opens the no-progress circuit.
     const prior = ctx.repairDenials.get(planDigest);
     check =
       prior === undefined
-        ? { ...(await hypotheticalCheck(ctx, options.check, byPath)), plan_digest: planDigest }
+        ? { ...(await hypotheticalCheck(ctx, options.check, byPath, deleted)), plan_digest: planDigest }
         : { decision: "deny", receipt_id: prior.receipt_id, plan_digest: planDigest, repeat_of: prior.repair_run_id };
     if (check.decision !== "allow") {
       const loop = check.decision === "deny" ? ctx.meter.recordDeniedPlan(planDigest) : undefined;
@@ -560,13 +568,28 @@ async function planAndCommit(
 
 /**
  * The digest of a plan's exact after-state: every file of the repaired candidate, by path and
- * content digest, in path order. Two rounds that would give the same candidate files have the same
- * plan digest, whatever order or spelling their writes took.
+ * content digest, and every file it removes, in path order. Two rounds that would give the same
+ * candidate have the same plan digest, whatever order or spelling their writes took.
  */
-function planDigestOf(files: ReadonlyMap<string, Uint8Array>): Digest {
-  const entries = [...files].map(([path, bytes]) => [path, digestBytes(bytes)] as const);
+function planDigestOf(files: ReadonlyMap<string, Uint8Array>, deleted: ReadonlyArray<string>): Digest {
+  const entries: Array<readonly [string, Digest | null]> = [...files].map(([path, bytes]) => [
+    path,
+    digestBytes(bytes),
+  ]);
+  for (const path of deleted) entries.push([path, null]);
   entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return digestBytes(utf8.encode(JSON.stringify({ kind: "asp.repair_plan.v1", files: entries })));
+}
+
+/**
+ * The files the repaired candidate removes: with a workspace, every removal it holds against its
+ * start (the producer's; a Repair Agent is offered no tool that removes), so the host's check
+ * judges the candidate's whole change and not the base with a deleted file still in it.
+ */
+async function removedFiles(ctx: RunContext, files: ReadonlyMap<string, Uint8Array>): Promise<string[]> {
+  const workspace = ctx.options.workspace;
+  if (workspace === undefined) return [];
+  return (await workspace.changes()).filter((c) => c.bytes === null && !files.has(c.path)).map((c) => c.path);
 }
 
 /**
@@ -578,11 +601,12 @@ async function hypotheticalCheck(
   ctx: RunContext,
   check: RepairCheck,
   files: ReadonlyMap<string, Uint8Array>,
+  deleted: ReadonlyArray<string>,
 ): Promise<CheckVerdict> {
   try {
     const refs: Array<{ path: string; digest: Digest }> = [];
     for (const [path, bytes] of files) refs.push({ path, digest: await ctx.options.store.objects.putBlob(bytes) });
-    const answer = await ctx.orAbort(Promise.resolve().then(() => check({ files: refs })));
+    const answer = await ctx.orAbort(Promise.resolve().then(() => check({ files: refs, deleted: [...deleted] })));
     if (answer === ABORTED) return { decision: "indeterminate", receipt_id: null };
     const decision = (DECISIONS as ReadonlyArray<unknown>).includes(answer?.decision)
       ? (answer.decision as CheckVerdict["decision"])
