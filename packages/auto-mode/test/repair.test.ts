@@ -90,6 +90,18 @@ function producer(): Engine {
   };
 }
 
+/** The producer over a workspace: its answer is what the workspace holds (`before` runs first, out of band). */
+function workspaceProducer(before: () => void = () => undefined): Engine {
+  return {
+    actor: PRODUCER,
+    async *run(): AsyncGenerator<EngineStep> {
+      before();
+      yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
+      yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
+    },
+  };
+}
+
 /** A Repair Agent answering each round with `plan(round, task)`; it records the tasks it was given. */
 function repairAgent(
   plan: (round: number, task: Record<string, unknown>) => EngineStep[],
@@ -382,13 +394,7 @@ describe("Stage 5 and Stage 9: bounded Repair from a committed checkpoint", () =
     dirs.push(dir);
     const workspace = await createScratchWorkspace({ dir });
     await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
-    const engine: Engine = {
-      actor: PRODUCER,
-      async *run(): AsyncGenerator<EngineStep> {
-        yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
-        yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
-      },
-    };
+    const engine = workspaceProducer();
     const agent = repairAgent(() => corrected());
     const runner = createAutoRunner({
       store: t.store,
@@ -433,13 +439,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
     const workspace = await createScratchWorkspace({ dir });
     await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
     o.plant?.(dir);
-    const engine: Engine = {
-      actor: PRODUCER,
-      async *run(): AsyncGenerator<EngineStep> {
-        yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
-        yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
-      },
-    };
+    const engine = workspaceProducer();
     const agent = repairAgent(plan);
     const runner = createAutoRunner({
       store: o.log === undefined ? t.store : { log: o.log(t.store.log), objects: t.store.objects },
@@ -1101,15 +1101,8 @@ describe("the projection proves every Repair Run (tampered histories fail closed
       // Filled before the run first touches it: old.txt is part of the workspace's start.
       writeFileSync(join(dir, "old.txt"), "the producer removes me\n");
       await workspace.write("result.csv", utf8.encode("x,y\n1,41\n"));
-      const engine: Engine = {
-        actor: PRODUCER,
-        async *run(): AsyncGenerator<EngineStep> {
-          // Out of band, as a producer's command would: the workspace holds the removal.
-          rmSync(join(dir, "old.txt"));
-          yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
-          yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
-        },
-      };
+      // Out of band, as a producer's command would: the workspace holds the removal.
+      const engine = workspaceProducer(() => rmSync(join(dir, "old.txt")));
       const seen: Array<{ files: string[]; deleted: ReadonlyArray<string> }> = [];
       const runner = createAutoRunner({
         store: t.store,
