@@ -922,6 +922,20 @@ describe("the projection proves every Repair Run (tampered histories fail closed
     return projectionInputOf(t.store, runIdOf(RUN));
   }
 
+  it("AM.invariants.2 AM.states.5: a review persisted under the Repair actor's session projects the safety boundary, never Verified", async () => {
+    const input = await verifiedHistory();
+    const forged = patchBodies(input, "auto.review_run", (body) => {
+      const reviewer = (body as { reviewer?: Record<string, unknown> | null }).reviewer;
+      return reviewer === null || reviewer === undefined
+        ? {}
+        : { reviewer: { ...reviewer, session_id: REPAIRER.session_id } };
+    });
+    const p = projectAutoRun(forged);
+    expect(p.user_truth).not.toBe("Verified");
+    expect(p.terminal_reason).toBe("safety_boundary");
+    expect(p.problems.join("\n")).toMatch(/self-review or breaks the frozen independence policy/);
+  });
+
   it("AM.durable.5 AM.durable.1: a repaired candidate whose Repair Run is removed, or a Repair Run outside its mutation set, projects the safety boundary", async () => {
     const input = await verifiedHistory();
     expect(projectAutoRun(input).user_truth).toBe("Verified");
