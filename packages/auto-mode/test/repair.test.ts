@@ -430,6 +430,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
       guardian?: Guardian;
       flags?: StageFlag[];
       approvals?: "user" | "auto_review";
+      check?: NonNullable<AutoRunnerOptions["repair"]>["check"];
     } = {},
   ) {
     const t = await setup();
@@ -447,7 +448,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
       workspace,
       permissions: o.permissions ?? allowAll,
       reviewers: [fakeReviewer("fake-judge")],
-      repair: { engine: agent, mutationSet: o.mutationSet ?? [] },
+      repair: { engine: agent, mutationSet: o.mutationSet ?? [], ...(o.check === undefined ? {} : { check: o.check }) },
       flags: createStageFlags([...BASE_FLAGS, ...(o.flags ?? [])]),
       clock: time.clock,
       timers: time.timers,
@@ -813,6 +814,60 @@ describe("Repair through the host's mediated tools (propose, check against the m
       }),
     };
     expect(projectAutoRun(relabelled).problems.join("\n")).toMatch(/terminal while repair_acting/);
+  });
+
+  describe("H6: a Repair's writes are staged and published only once the host's check allows the plan", () => {
+    it("AM.stage9.1 AM.invariants.9: while the host judges the plan the workspace still holds the checkpoint; a denied plan never touches it (same inode, same bytes)", async () => {
+      let dirOf = "";
+      const seenOnDisk: string[] = [];
+      const inodes: number[] = [];
+      const { dir, projection } = await inWorkspace(
+        () => [write("result.csv", "x,y\n1,42\n", "a"), write("notes.md", "why\n", "b"), done()],
+        {
+          mutationSet: ["notes.md"],
+          plant: (d) => {
+            dirOf = d;
+          },
+          check: async () => {
+            seenOnDisk.push(readFileSync(join(dirOf, "result.csv"), "utf8"));
+            inodes.push(statSync(join(dirOf, "result.csv")).ino);
+            return { decision: "deny", receipt_id: "receipt-1" };
+          },
+        },
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal).toMatchObject(ROUNDS_SPENT);
+      // One check: round 2 proposes the same plan, decided by the first denial (ADR 0012).
+      expect(seenOnDisk).toEqual(["x,y\n1,41\n"]);
+      expect(statSync(join(dir, "result.csv")).ino).toBe(inodes[0]);
+      expect(existsSync(join(dir, "notes.md"))).toBe(false);
+      // The Agent still read back what it staged: its writes were real to it, never to the workspace.
+      expect(projection.steps.filter((s) => s.phase === "executed").length).toBeGreaterThan(0);
+    });
+
+    it("AM.terminals.7: a link planted in the workspace after a write was staged is refused when the allowed plan is published: safety_boundary, nothing followed", async () => {
+      let dirOf = "";
+      const outside = mkdtempSync(join(tmpdir(), "asp-auto-repair-outside-"));
+      dirs.push(outside);
+      const { dir, projection } = await inWorkspace(
+        () => [write("result.csv", "x,y\n1,42\n", "a"), write("notes.md", "why\n", "b"), done()],
+        {
+          mutationSet: ["notes.md"],
+          plant: (d) => {
+            dirOf = d;
+          },
+          check: async () => {
+            symlinkSync(join(outside, "stolen.md"), join(dirOf, "notes.md"));
+            return { decision: "allow", receipt_id: "receipt-1" };
+          },
+        },
+      );
+      expect(projection.problems).toEqual([]);
+      expect(projection.terminal_reason).toBe("safety_boundary");
+      expect(existsSync(join(outside, "stolen.md"))).toBe(false);
+      expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,41\n");
+      expect(projection.candidate?.parent_candidate_id).toBeNull();
+    });
   });
 
   describe("a Repair Agent's ask reaches the Guardian like the producer's (Stages 6 and 7)", () => {

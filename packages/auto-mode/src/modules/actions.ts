@@ -1,5 +1,5 @@
 import type { ActionResult, ExhaustedLimit, ProposedAction } from "@asp/contracts";
-import { type CanonicalAction, canonicalizeAction } from "../actions.js";
+import { type ActionWorkspace, type CanonicalAction, canonicalizeAction } from "../actions.js";
 import type { StepRecord } from "../durable.js";
 import type { MachineTransition } from "../machine.js";
 import type { RunContext, TerminalOutcome } from "../run/context.js";
@@ -70,7 +70,11 @@ type Refusal = "policy_requires_explicit_setup" | "safety_boundary" | "loop_dete
 export async function mediateAction(
   ctx: RunContext,
   proposal: unknown,
-  options: { readonly guardian?: boolean } = {},
+  options: {
+    readonly guardian?: boolean;
+    /** The adapters' workspace, when not the run's own (a Repair's staged view of it). */
+    readonly workspace?: ActionWorkspace;
+  } = {},
 ): Promise<{ result: ActionResult; delta: boolean } | TerminalOutcome> {
   const actionOrdinal = ctx.nextActionOrdinal();
   const canonical = canonicalizeAction(proposal as ProposedAction);
@@ -117,7 +121,8 @@ export async function mediateAction(
   }
   const cells = ctx.meter.admitCells(1);
   if (!cells.admitted) return refuse("budget_exhausted", "budget_exhausted", "no Cell budget left", base, cells.limit);
-  const { permissions, flags, workspace } = ctx.options;
+  const { permissions, flags } = ctx.options;
+  const workspace = options.workspace ?? ctx.options.workspace;
   // The credential-shaped file fence is Stage 7's deterministic control.
   const fence = flags.isEnabled("stage7_guardian_enforcement");
   const classification = permissions?.classify(a.permission, { fence }) ?? {

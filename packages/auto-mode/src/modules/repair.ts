@@ -10,7 +10,7 @@ import {
   type TerminalRecord,
 } from "@asp/contracts";
 import { type Digest, digestBytes, type EvidenceRef, freezeSnapshot } from "@asp/evidence";
-import { canonicalizeAction, HOST_TOOLS } from "../actions.js";
+import { type ActionWorkspace, canonicalizeAction, HOST_TOOLS } from "../actions.js";
 import type { AutoEvent } from "../durable.js";
 import type { Engine, EngineStep } from "../engine.js";
 import { AutoModeError } from "../errors.js";
@@ -461,13 +461,22 @@ async function planAndCommit(
     if (rolledBack !== null) return { kind: "reason", reason: rolledBack, candidateId };
     return typeof reason === "string" ? { kind: "reason", reason, candidateId } : reason;
   };
-  const planned = await askRepairAgent(ctx, options.engine, {
-    round: r.round,
-    payload: from.payload,
-    artifacts: r.artifacts,
-    findings: r.findings,
-    mutationSet: r.mutationSet,
-  });
+  // H6: the Repair Agent's writes are staged, never published into the workspace before the
+  // host's check allowed the whole plan (a denied plan leaves every byte of it untouched).
+  const base = ctx.options.workspace;
+  const staged = base === undefined ? undefined : stagedView(base);
+  const planned = await askRepairAgent(
+    ctx,
+    options.engine,
+    {
+      round: r.round,
+      payload: from.payload,
+      artifacts: r.artifacts,
+      findings: r.findings,
+      mutationSet: r.mutationSet,
+    },
+    staged,
+  );
   turns = planned.turns;
   if (planned.kind === "stop") {
     const outcome: TerminalOutcome =
@@ -476,15 +485,14 @@ async function planAndCommit(
         : planned.outcome;
     return stop(planned.refused ? "rejected" : "failed", outcome);
   }
-  const workspace = ctx.options.workspace;
   const payloadUnchanged = digestBytes(utf8.encode(planned.completion.payload)) === from.candidate.payload_digest;
   let plan: Completion["artifacts"];
-  if (workspace !== undefined) {
-    // The plan is what the workspace holds now against the checkpoint (each write already checked
-    // against the mutation set and mediated by the host).
+  if (staged !== undefined) {
+    // The plan is what the staged view holds now against the checkpoint (each write already
+    // checked against the mutation set and mediated by the host).
     let written: Completion["artifacts"] | null;
     try {
-      written = await writtenSince(ctx, checkpoint.files);
+      written = await writtenSince(staged, checkpoint.files);
     } catch {
       return stop("failed", "safety_boundary");
     }
@@ -541,6 +549,16 @@ async function planAndCommit(
       return loop?.admitted === false
         ? { kind: "issues", candidateId, stop: "loop_detected", unresolved }
         : { kind: "no_change" };
+    }
+  }
+  if (staged !== undefined) {
+    // Allowed: publish the staged files through the host's link-safe writer. A path that became
+    // a link since it was staged is refused there (the safety boundary), and whatever was already
+    // published rolls back to the checkpoint.
+    try {
+      await staged.publish();
+    } catch {
+      return stop("failed", "safety_boundary");
     }
   }
   const completion: Completion = {
@@ -698,26 +716,64 @@ async function repairAction(
   ctx: RunContext,
   raw: unknown,
   allowed: ReadonlySet<string>,
+  staged: ActionWorkspace,
 ): Promise<{ result: ActionResult } | TerminalOutcome> {
   const proposal = frozenProposal(raw);
   const outside = await refuseOutsideMutationSet(ctx, proposal, allowed);
   if (outside !== null) return outside;
   // A Repair Agent's ask reaches the Guardian exactly as the producer's does (Stages 6 and 7).
-  const acted = await mediateAction(ctx, proposal, { guardian: true });
+  const acted = await mediateAction(ctx, proposal, { guardian: true, workspace: staged });
   if ("kind" in acted) return { ...acted, candidateId: ctx.record.candidate_id } as TerminalOutcome;
   return { result: acted.result };
 }
 
+/** A Repair's staged view of the workspace: {@link stagedView}. */
+interface StagedWorkspace extends ActionWorkspace {
+  /** Write every staged file into the workspace, through its own link-safe writer, in path order. */
+  publish(): Promise<void>;
+}
+
 /**
- * The mutation-set files the workspace changed since the checkpoint, as whole-file edits; null
- * when a file the checkpoint held is gone.
+ * The workspace as a Repair Agent sees it: reads give what it staged, else the workspace's file;
+ * writes are staged in memory only, after the workspace's own path resolution accepted the path
+ * (a link or a path through one is the path escape it always is). Nothing reaches the workspace
+ * until {@link StagedWorkspace.publish}. A Repair is offered no command and no removal.
+ */
+function stagedView(base: ActionWorkspace): StagedWorkspace {
+  const staged = new Map<string, Uint8Array>();
+  return {
+    async read(path) {
+      const current = await base.read(path);
+      return staged.get(path) ?? current;
+    },
+    async write(path, bytes) {
+      // The workspace's own bound (its default), checked here so an oversized write is refused
+      // when it is proposed, not when an allowed plan is published.
+      if (bytes.length > 8 * 1024 * 1024) throw new Error("the content is over the 8388608-byte limit");
+      const current = staged.get(path) ?? (await base.read(path));
+      staged.set(path, Uint8Array.from(bytes));
+      return { changed: current === null || digestBytes(current) !== digestBytes(bytes) };
+    },
+    async run() {
+      throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "a Repair is offered no command", {
+        data: { key: "run" },
+      });
+    },
+    changes: () => base.changes(),
+    async publish() {
+      for (const path of [...staged.keys()].sort()) await base.write(path, staged.get(path) as Uint8Array);
+    },
+  };
+}
+
+/**
+ * The mutation-set files `workspace` changed since the checkpoint, as whole-file edits; null when
+ * a file the checkpoint held is gone.
  */
 async function writtenSince(
-  ctx: RunContext,
+  workspace: ActionWorkspace,
   checkpoint: ReadonlyMap<string, Uint8Array | null>,
 ): Promise<Completion["artifacts"] | null> {
-  const workspace = ctx.options.workspace;
-  if (workspace === undefined) return [];
   const out: Array<Completion["artifacts"][number]> = [];
   for (const [path, before] of checkpoint) {
     const now = await workspace.read(path);
@@ -765,13 +821,14 @@ async function askRepairAgent(
   ctx: RunContext,
   engine: Engine,
   input: Parameters<typeof repairTask>[0],
+  staged: ActionWorkspace | undefined,
 ): Promise<Planned> {
   const candidateId = ctx.record.candidate_id;
   const failed: TerminalOutcome = { kind: "reason", reason: "agent_failed", candidateId };
   let turns = 0;
   let it: AsyncIterator<EngineStep, void, ActionResult | undefined>;
   try {
-    const tools = ctx.options.workspace === undefined ? [] : REPAIR_TOOLS;
+    const tools = staged === undefined ? [] : REPAIR_TOOLS;
     const steps = engine.run({ run: ctx.run, task: repairTask(input), tools, signal: ctx.signal });
     it = (
       Symbol.asyncIterator in steps ? (steps as AsyncIterable<EngineStep>)[Symbol.asyncIterator]() : steps
@@ -796,8 +853,8 @@ async function askRepairAgent(
       if (next.done === true) return { kind: "stop", outcome: failed, turns };
       const step = next.value as EngineStep | { kind?: unknown };
       if (step.kind === "prose") continue;
-      if (step.kind === "action" && ctx.options.workspace !== undefined) {
-        const acted = await repairAction(ctx, (step as { action?: unknown }).action, allowed);
+      if (step.kind === "action" && staged !== undefined) {
+        const acted = await repairAction(ctx, (step as { action?: unknown }).action, allowed, staged);
         if ("kind" in acted) return { kind: "stop", outcome: acted, turns, refused: true };
         reply = acted.result;
         continue;
@@ -822,7 +879,7 @@ async function askRepairAgent(
         if (typeof c.payload !== "string" || c.payload.length === 0 || !Array.isArray(c.artifacts)) {
           return { kind: "stop", outcome: failed, turns };
         }
-        if (ctx.options.workspace !== undefined) {
+        if (staged !== undefined) {
           // With a workspace the completion's own files are writes like any other: each proposed
           // as write_file and mediated, never written around the ledger, policy and the audit.
           for (const a of c.artifacts as ReadonlyArray<Partial<Completion["artifacts"][number]>>) {
@@ -834,7 +891,7 @@ async function askRepairAgent(
               return { kind: "stop", outcome: failed, turns };
             }
             const proposal = { tool: "write_file", arguments: { path: a?.artifact_id, content } };
-            const acted = await repairAction(ctx, proposal, allowed);
+            const acted = await repairAction(ctx, proposal, allowed, staged);
             if ("kind" in acted) return { kind: "stop", outcome: acted, turns, refused: true };
           }
           return { kind: "plan", completion: { ...c, artifacts: [] }, turns };
