@@ -27,6 +27,7 @@ import {
   type PermissionClassifier,
   projectAutoRun,
   projectionInputOf,
+  type ReviewerPort,
   RUN_MACHINE,
   runIdOf,
 } from "../src/index.js";
@@ -98,6 +99,21 @@ function workspaceProducer(before: () => void = () => undefined): Engine {
       before();
       yield { kind: "turn", usage: { input_tokens: 1000, output_tokens: 100 } };
       yield { kind: "completion", payload: "The answer is 41.", artifacts: [], evidence: [] };
+    },
+  };
+}
+
+/** A Reviewer that runs `side` on its first call (fault injection: another writer acting meanwhile). */
+function duringReview(reviewer: ReviewerPort, side: () => void): ReviewerPort {
+  let done = false;
+  return {
+    ...reviewer,
+    verifier: {
+      verify: (request) => {
+        if (!done) side();
+        done = true;
+        return reviewer.verifier.verify(request);
+      },
     },
   };
 }
@@ -431,6 +447,8 @@ describe("Repair through the host's mediated tools (propose, check against the m
       flags?: StageFlag[];
       approvals?: "user" | "auto_review";
       check?: NonNullable<AutoRunnerOptions["repair"]>["check"];
+      /** Runs while the candidate is being reviewed (after it committed, before any Repair). */
+      duringReview?: (dir: string) => void;
     } = {},
   ) {
     const t = await setup();
@@ -447,7 +465,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
       engine,
       workspace,
       permissions: o.permissions ?? allowAll,
-      reviewers: [fakeReviewer("fake-judge")],
+      reviewers: [duringReview(fakeReviewer("fake-judge"), () => o.duringReview?.(dir))],
       repair: { engine: agent, mutationSet: o.mutationSet ?? [], ...(o.check === undefined ? {} : { check: o.check }) },
       flags: createStageFlags([...BASE_FLAGS, ...(o.flags ?? [])]),
       clock: time.clock,
@@ -814,6 +832,18 @@ describe("Repair through the host's mediated tools (propose, check against the m
       }),
     };
     expect(projectAutoRun(relabelled).problems.join("\n")).toMatch(/terminal while repair_acting/);
+  });
+
+  it("AM.terminals.4: a branch conflict (another writer changed the reviewed candidate's file in the workspace) is safe_rollback_unavailable: Repair never starts", async () => {
+    const { dir, agent, projection } = await inWorkspace(() => [write("result.csv", "x,y\n1,42\n"), done()], {
+      duringReview: (d) => writeFileSync(join(d, "result.csv"), "x,y\n1,40\n"),
+    });
+    expect(projection.problems).toEqual([]);
+    expect(projection.terminal_reason).toBe("safe_rollback_unavailable");
+    expect(projection.repair_runs).toEqual([]);
+    expect(agent.tasks).toHaveLength(0);
+    // The other writer's bytes stay: the host neither repairs nor reverts what it did not write.
+    expect(readFileSync(join(dir, "result.csv"), "utf8")).toBe("x,y\n1,40\n");
   });
 
   describe("H6: a Repair's writes are staged and published only once the host's check allows the plan", () => {

@@ -275,7 +275,14 @@ async function freezeCheckpoint(
   const workspace = ctx.options.workspace;
   const stored = new Map((await artifactsOf(ctx, from)).map((a) => [a.path, a.bytes]));
   for (const path of mutationSet) {
-    files.set(path, workspace === undefined ? (stored.get(path) ?? null) : await workspace.read(path));
+    const bytes = workspace === undefined ? (stored.get(path) ?? null) : await workspace.read(path);
+    // A branch conflict: the workspace no longer holds the reviewed candidate's file (another
+    // writer moved it). A Repair from there would not repair what was reviewed: it never starts.
+    const reviewed = stored.get(path);
+    if (reviewed !== undefined && (bytes === null || digestBytes(bytes) !== digestBytes(reviewed))) {
+      throw new Error(`the workspace's ${path} is not the reviewed candidate's: another writer changed it`);
+    }
+    files.set(path, bytes);
   }
   const manifest: Array<{ path: string; digest: string | null }> = [];
   const refs: EvidenceRef[] = from.snapshot.refs
