@@ -980,7 +980,7 @@ describe("Repair through the host's mediated tools (propose, check against the m
       ]);
     });
 
-    it("AM.durable.5: a Guardian stop inside a Repair whose step lost its Guardian record does not project blocked_by_guardian", async () => {
+    it("AM.durable.5: blocked_by_guardian from a Repair is accepted only right after the rejected Repair Run the Guardian's stop ended, naming its candidate", async () => {
       const critical: Guardian = {
         identity: { prompt_version: "fixed-1", model_version: "fixed" },
         assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
@@ -990,12 +990,30 @@ describe("Repair through the host's mediated tools (propose, check against the m
         guardian: critical,
       });
       const input = await projectionInputOf(t.store, runIdOf(RUN));
-      // Drop the Guardian's record from the stop step: the terminal no longer has its cause.
-      const forged = patchBodies(input, "auto.step", (body) =>
+      expect(projectAutoRun(input).problems).toEqual([]);
+      const STOP = /blocked_by_guardian without the Guardian's committed stop/;
+      // The Repair Run relabelled as failed (its record and its event alike).
+      const failed = patchBodies(
+        {
+          ...input,
+          facts: input.facts.map((f) =>
+            f.kind === "auto.event" && (f.record as { type?: string }).type === "repair_completed"
+              ? { ...f, record: { ...(f.record as object), outcome: "failed" } }
+              : f,
+          ),
+        },
+        "auto.repair_run",
+        (body) => ((body as { outcome?: string }).outcome === "rejected" ? { outcome: "failed" } : {}),
+      );
+      expect(projectAutoRun(failed).problems.join("\n")).toMatch(STOP);
+      // The terminal naming another candidate than the one the Repair was repairing.
+      const elsewhere = patchBodies(input, "auto.terminal", () => ({ candidate_id: null }));
+      expect(projectAutoRun(elsewhere).problems.join("\n")).toMatch(STOP);
+      // The stop's Guardian record dropped: no cause at all.
+      const unrecorded = patchBodies(input, "auto.step", (body) =>
         (body as { phase?: string }).phase === "refused" ? { guardian: null } : {},
       );
-      const p = projectAutoRun(forged);
-      expect(p.terminal_reason).toBe("safety_boundary");
+      expect(projectAutoRun(unrecorded).terminal_reason).toBe("safety_boundary");
     });
   });
 });
@@ -1189,6 +1207,14 @@ describe("the projection proves every Repair Run (tampered histories fail closed
       const p = projectAutoRun(forged);
       expect(p.terminal_reason).toBe("safety_boundary");
       expect(p.problems.join("\n")).toMatch(/repeats a denial no earlier round of this plan made/);
+      // The other way: the repeat rewritten as if the host had judged the denied plan again.
+      const rejudged = patchBodies(input, "auto.repair_run", (body) => {
+        const check = (body as { check?: { repeat_of?: string } }).check;
+        if (check?.repeat_of === undefined) return {};
+        const { repeat_of: _, ...again } = check;
+        return { check: { ...again, receipt_id: "receipt-2" } };
+      });
+      expect(projectAutoRun(rejudged).problems.join("\n")).toMatch(/judged again a plan .* denied/);
     });
 
     it("AM.stage9.1: the check judges the candidate's whole change: a file the producer removed is sent to it as deleted", async () => {

@@ -1051,7 +1051,25 @@ export function proveRepairs(
           rr.check.decision !== "deny"
         )
           bad(`repair run ${rr.repair_run_id} repeats a denial no earlier round of this plan made`);
+        // Under the loop circuits the repeat is the run's last round: the circuit opened on it.
+        if (frozenFlag(flags, "stage8_loop_circuits") && i !== repairs.length - 1)
+          bad(`repair run ${rr.repair_run_id} repeats a denied plan and the run went on past the open circuit`);
       }
+      // And the other way: a plan this run's check already denied is never judged again.
+      const denied = repairs
+        .slice(0, i)
+        .find(
+          (p) =>
+            p.check?.decision === "deny" &&
+            p.check.repeat_of === undefined &&
+            p.check.plan_digest === rr.check?.plan_digest,
+        );
+      if (
+        denied !== undefined &&
+        rr.check.plan_digest !== undefined &&
+        (rr.check.repeat_of !== denied.repair_run_id || rr.check.decision !== "deny")
+      )
+        bad(`repair run ${rr.repair_run_id} judged again a plan ${denied.repair_run_id} denied`);
     }
   });
   proveRepairSteps(facts, started, latest, bad);

@@ -317,12 +317,22 @@ function proveTerminalRow(facts: RunFacts, terminal: TerminalRecord, bad: Proble
     const loop = refusal?.refusal?.code === "guardian_denial_circuit";
     const stopSeq = facts.steps[facts.steps.length - 1]?.seq ?? Number.POSITIVE_INFINITY;
     const after = facts.replay.trace.filter((m) => m.seq > stopSeq);
+    // The Repair Run the stop ended: completed `rejected`, no candidate, and the terminal names
+    // the candidate it was repairing.
+    const completed = facts.ordered.find((e) => e.seq === after[0]?.seq)?.ev;
+    const repaired = facts.recs.repair
+      .map((r) => r.body as { repair_run_id?: unknown; from_candidate_id?: unknown })
+      .find((r) => r.repair_run_id === completed?.repair_run_id);
     const fromRepair =
       left === "candidate" &&
       facts.replay.trace.find((m) => m.seq === stopSeq)?.from === "repairing" &&
       after.length === 2 &&
       after[0]?.on === "repair_completed" &&
-      after[1]?.on === "auto_run_terminal";
+      after[1]?.on === "auto_run_terminal" &&
+      completed?.outcome === "rejected" &&
+      completed.to_candidate_id === null &&
+      repaired !== undefined &&
+      terminal.candidate_id === repaired.from_candidate_id;
     if (
       (left !== "refused" && !fromRepair) ||
       refusal?.phase !== "refused" ||
