@@ -908,6 +908,11 @@ describe("Repair through the host's mediated tools (propose, check against the m
       approvals: "auto_review" as const,
       mutationSet: ["docs/fix.md", "secrets/fix.md"],
     };
+    /** A Guardian that stops every ask it is given (critical, not recoverable). */
+    const critical: Guardian = {
+      identity: { prompt_version: "fixed-1", model_version: "fixed" },
+      assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
+    };
 
     it("AM.stage7.1 AM.invariants.3: under Stage 7 with auto_review a Repair write policy asks about is allowed once by the Guardian, audited, and the repaired candidate is reviewed: Verified", async () => {
       const { dir, projection } = await inWorkspace(
@@ -948,10 +953,6 @@ describe("Repair through the host's mediated tools (propose, check against the m
     });
 
     it("AM.stage7.1 AM.terminals.8: a Guardian stop inside a Repair rolls the workspace back, rejects the Repair Run and ends blocked_by_guardian naming its record", async () => {
-      const critical: Guardian = {
-        identity: { prompt_version: "fixed-1", model_version: "fixed" },
-        assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
-      };
       const { dir, projection } = await inWorkspace(
         () => [write("result.csv", "x,y\n1,42\n", "a"), write("docs/fix.md", "k\n", "b"), done()],
         { ...enforce, guardian: critical },
@@ -981,10 +982,6 @@ describe("Repair through the host's mediated tools (propose, check against the m
     });
 
     it("AM.durable.5: blocked_by_guardian from a Repair is accepted only right after the rejected Repair Run the Guardian's stop ended, naming its candidate", async () => {
-      const critical: Guardian = {
-        identity: { prompt_version: "fixed-1", model_version: "fixed" },
-        assess: async () => ({ decision: "deny", risk: "critical", recoverable: false, rationale: "never" }),
-      };
       const { t } = await inWorkspace(() => [write("docs/fix.md", "k\n", "b"), done()], {
         ...enforce,
         guardian: critical,

@@ -638,14 +638,34 @@ export class BudgetMeter {
    * durable delta resets that digest's count. 500 distinct digests without a delta open it too.
    */
   recordAction(actionDigest: string, outcome: { readonly durableDelta: boolean }): BudgetCheck {
+    return this.#countNoDelta(actionDigest, outcome.durableDelta, (limit) => limit);
+  }
+
+  /**
+   * Record a Repair plan the host's checks denied (ADR 0012), by the digest of its exact
+   * after-state. The host applied nothing, so the plan is counted like an action without a durable
+   * delta, in the same per-digest ledger. The same plan denied again is a loop: at the second
+   * denial (or at `same_action_no_delta_limit`, if that is tightened below 2) the no-progress
+   * circuit opens and the check refuses.
+   */
+  recordDeniedPlan(planDigest: string): BudgetCheck {
+    return this.#countNoDelta(planDigest, false, (limit) => Math.min(2, limit));
+  }
+
+  /**
+   * The per-digest no-delta ledger both {@link recordAction} and {@link recordDeniedPlan} count
+   * in: a durable delta resets the digest's count, else it grows; at `ceilingOf(limit)` (or at
+   * 500 distinct digests) the no-progress circuit opens and the check refuses.
+   */
+  #countNoDelta(digest: string, durableDelta: boolean, ceilingOf: (limit: number) => number): BudgetCheck {
     const limit = "same_action_no_delta_limit";
     if (!this.isActive(limit)) return { admitted: true, active: false, limit };
-    const key = digestOf(actionDigest);
+    const key = digestOf(digest);
     const counts = this.#ledger.same_action_no_delta;
-    if (outcome.durableDelta) delete counts[key];
+    if (durableDelta) delete counts[key];
     else counts[key] = (counts[key] ?? 0) + 1;
     this.#touch();
-    // Ever-new actions without a delta are a loop too, and the ledger stays bounded.
+    // Ever-new digests without a delta are a loop too, and the ledger stays bounded.
     if (Object.keys(counts).length >= DISTINCT_ACTIONS_LIMIT) {
       this.#open("no_progress");
       return {
@@ -658,30 +678,7 @@ export class BudgetMeter {
       };
     }
     const used = counts[key] ?? 0;
-    const ceiling = this.#ledger.limits[limit];
-    if (used >= ceiling) {
-      this.#open("no_progress");
-      return { admitted: false, active: true, limit, reason: "loop_detected", used, ceiling };
-    }
-    return { admitted: true, active: true, limit };
-  }
-
-  /**
-   * Record a Repair plan the host's checks denied (ADR 0012), by the digest of its exact
-   * after-state. The host applied nothing, so the plan is counted like an action without a durable
-   * delta, in the same per-digest ledger. The same plan denied again is a loop: at the second
-   * denial (or at `same_action_no_delta_limit`, if that is tightened below 2) the no-progress
-   * circuit opens and the check refuses.
-   */
-  recordDeniedPlan(planDigest: string): BudgetCheck {
-    const limit = "same_action_no_delta_limit";
-    if (!this.isActive(limit)) return { admitted: true, active: false, limit };
-    const key = digestOf(planDigest);
-    const counts = this.#ledger.same_action_no_delta;
-    counts[key] = (counts[key] ?? 0) + 1;
-    this.#touch();
-    const used = counts[key] ?? 0;
-    const ceiling = Math.min(2, this.#ledger.limits[limit]);
+    const ceiling = ceilingOf(this.#ledger.limits[limit]);
     if (used >= ceiling) {
       this.#open("no_progress");
       return { admitted: false, active: true, limit, reason: "loop_detected", used, ceiling };

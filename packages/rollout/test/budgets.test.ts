@@ -448,7 +448,7 @@ describe("BudgetMeter", () => {
       const off = meterWith([]).meter;
       expect(off.recordDeniedPlan(D(7))).toMatchObject({ admitted: true, active: false });
       expect(off.recordDeniedPlan(D(7)).admitted).toBe(true);
-      expect(() => meter.recordDeniedPlan("plan-1")).toThrow(/sha256/);
+      expect(() => meter.recordDeniedPlan("plan-1")).toThrowWithCode("ASP_ROLLOUT_INVALID_OPTION");
     });
 
     it("turns without progress reset on progress (property)", () => {

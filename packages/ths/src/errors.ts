@@ -36,10 +36,11 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  * - `ASP_THS_INTERNAL`: an invariant of the host itself broke, e.g. an envelope that does not
  *   validate against the verdict schema (internal; never returned as a decision).
  * - `ASP_THS_HOST_CHECKS_BAD_PATH`: a verifier asked the host's checks (`createHostChecks`) to lay a
- *   file at an absolute, `..`, `.git`, `.asp` or non-normalized path, or through a link / below a
- *   file of the base tree; nothing is evaluated (input).
- * - `ASP_THS_HOST_CHECKS_BAD_FILES`: the host-checks request is not a list of at most 10,000 distinct
- *   files, or names a blob the store does not hold; nothing is evaluated (input).
+ *   file at, or delete, an absolute, `..`, `.git`, `.asp` or non-normalized path, a path through a
+ *   link / below a file of the base tree, or delete a folder; nothing is evaluated (input).
+ * - `ASP_THS_HOST_CHECKS_BAD_FILES`: the host-checks request's `files` and `deleted` are not lists
+ *   naming at most 10,000 distinct paths together, or a file names a blob the store does not hold;
+ *   nothing is evaluated (input).
  * - `ASP_APPLY_UNKNOWN_PROPOSAL`: `Host.apply` was given a proposal id the store does not hold (input).
  * - `ASP_APPLY_CALL_SITE_REFUSED`: `Host.apply` (or `host/applyProposal`) was asked to validate at a
  *   call-site other than the gate: the requester never chooses how strictly it is judged (THREAT-MODEL

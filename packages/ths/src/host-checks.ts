@@ -49,53 +49,56 @@ function badPath(path: unknown): string | null {
 }
 
 /**
- * The files of a request, checked before anything is evaluated: a closed shape, at most
- * {@link MAX_FILES}, every path safe and distinct, every digest a blob the store holds.
+ * One path of a request, checked: a safe path (see {@link badPath}) not already named by the
+ * request (written or deleted). `field` is where it came from (`files[3]`, `deleted[0]`).
+ *
+ * @throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH`, `ASP_THS_HOST_CHECKS_BAD_FILES` (named twice).
+ */
+function checkPath(field: string, path: unknown, seen: ReadonlyMap<string, unknown>): string {
+  const why = badPath(path);
+  if (why !== null) {
+    throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `${field}: ${why}`, {
+      field,
+      path: String(path).slice(0, 4096),
+    });
+  }
+  const p = path as string;
+  if (seen.has(p)) {
+    throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `${field}: ${p} is named twice (written or deleted)`, {
+      path: p,
+    });
+  }
+  return p;
+}
+
+/**
+ * The files and removals of a request, checked before anything is evaluated: closed shapes, at
+ * most {@link MAX_FILES} paths over both lists, every path safe and named once, every written
+ * digest a blob the store holds. A removal maps to null.
  *
  * @throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH`, `ASP_THS_HOST_CHECKS_BAD_FILES`.
  */
 async function checkFiles(objects: ObjectStore, params: unknown): Promise<ReadonlyMap<string, Digest | null>> {
   const files = (params as { files?: unknown } | null)?.files;
-  if (!Array.isArray(files) || files.length > MAX_FILES) {
-    throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `files must be an array of at most ${MAX_FILES}`, {});
+  const deleted = (params as { deleted?: unknown } | null)?.deleted ?? [];
+  if (!Array.isArray(files)) throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", "files must be an array", {});
+  if (!Array.isArray(deleted)) throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", "deleted must be an array of paths", {});
+  if (files.length + deleted.length > MAX_FILES) {
+    throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `files and deleted name at most ${MAX_FILES} paths together`, {
+      files: files.length,
+      deleted: deleted.length,
+    });
   }
   const out = new Map<string, Digest | null>();
   for (const [i, f] of files.entries()) {
     const { path, digest } = (f ?? {}) as { path?: unknown; digest?: unknown };
-    const why = badPath(path);
-    if (why !== null) {
-      throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `files[${i}]: ${why}`, {
-        index: i,
-        path: String(path).slice(0, 4096),
-      });
-    }
-    const p = path as string;
-    if (out.has(p)) throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `files[${i}]: ${p} is named twice`, { path: p });
+    const p = checkPath(`files[${i}]`, path, out);
     if (typeof digest !== "string" || !isDigest(digest) || !(await objects.has("blob", digest as Digest))) {
       throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `files[${i}]: ${p} names no blob the store holds`, { path: p });
     }
     out.set(p, digest as Digest);
   }
-  const deleted = (params as { deleted?: unknown } | null)?.deleted ?? [];
-  if (!Array.isArray(deleted) || deleted.length > MAX_FILES) {
-    throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `deleted must be an array of at most ${MAX_FILES} paths`, {});
-  }
-  for (const [i, path] of deleted.entries()) {
-    const why = badPath(path);
-    if (why !== null) {
-      throw refused("ASP_THS_HOST_CHECKS_BAD_PATH", `deleted[${i}]: ${why}`, {
-        index: i,
-        path: String(path).slice(0, 4096),
-      });
-    }
-    const p = path as string;
-    if (out.has(p)) {
-      throw refused("ASP_THS_HOST_CHECKS_BAD_FILES", `deleted[${i}]: ${p} is named twice (written or deleted?)`, {
-        path: p,
-      });
-    }
-    out.set(p, null);
-  }
+  for (const [i, path] of deleted.entries()) out.set(checkPath(`deleted[${i}]`, path, out), null);
   return out;
 }
 
@@ -190,9 +193,13 @@ export function gatingFindings(envelope: DecisionEnvelope): HostChecksFinding[] 
  * a mediated apply validates one, and writes a receipt before answering. The trusted base never
  * moves and the worktree is never read or written. Same files, same base, same policy: same decision.
  *
- * `evaluate` throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH` (absolute, `..`, `.git`, `.asp`, not
- * normalized, through a link or below a file in the base) or `ASP_THS_HOST_CHECKS_BAD_FILES` (not
- * an array, too many, a path twice, a blob the store does not hold): nothing is evaluated then.
+ * `params.deleted` names paths the change removes (a path the base lacks is nothing to remove).
+ *
+ * `evaluate` throws ThsError `ASP_THS_HOST_CHECKS_BAD_PATH` (a written or deleted path that is
+ * absolute, `..`, `.git`, `.asp`, not normalized, through a link or below a file in the base, or a
+ * deletion of a folder) or `ASP_THS_HOST_CHECKS_BAD_FILES` (not an array, more than 10,000 paths
+ * over `files` and `deleted`, a path named twice, a blob the store does not hold): nothing is
+ * evaluated then.
  *
  * @example
  * ```ts

@@ -67,6 +67,12 @@ describe("createHostChecks (issue 14 item 10, asp.plugin.HostChecks)", () => {
       ["an escaping path", { deleted: ["../x"] }, "ASP_THS_HOST_CHECKS_BAD_PATH"],
       ["the repository's metadata", { deleted: [".git/config"] }, "ASP_THS_HOST_CHECKS_BAD_PATH"],
       ["not an array", { deleted: "README.md" }, "ASP_THS_HOST_CHECKS_BAD_FILES"],
+      // One bound over both lists: 10,001 paths in all, though each list alone is under 10,000.
+      [
+        "paths over the bound of both lists together",
+        { written: true, deleted: Array.from({ length: 10_000 }, (_, i) => `gone/${i}.txt`) },
+        "ASP_THS_HOST_CHECKS_BAD_FILES",
+      ],
     ])("refuses deleting %s and evaluates nothing", async (_why, o, code) => {
       const { host, checks, put } = await setup();
       const head = await host.log.head();

@@ -200,7 +200,7 @@ export const VERIFIER_BOUNDARY_KINDS = [
  */
 export const VerifierBoundarySchema = Type.Object(
   {
-    count: Type.Integer({ minimum: 1 }),
+    count: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
     first: Type.Array(
       Type.Object(
         { kind: StringEnum(VERIFIER_BOUNDARY_KINDS), detail: Type.String({ maxLength: 500 }), at: Timestamp },
@@ -346,8 +346,8 @@ export const RepairRunSchema = Type.Object(
      * The host's hypothetical check of the repaired after-state (ADR 0012): its decision and
      * receipt. Only `allow` applies; any other rolls back to the checkpoint (`rejected`). Absent:
      * the host checked nothing (no check port, or the Repair ended before its plan was whole).
-     * `plan_digest` names the exact after-state that was judged (its files by path and content
-     * digest). `repeat_of` names the earlier Repair Run of this run whose check denied this exact
+     * `plan_digest` names the exact plan that was judged: the files laid over the checkpoint's
+     * base (by path and content digest) and the paths it removes. `repeat_of` names the earlier Repair Run of this run whose check denied this exact
      * plan: the host did not check it again, the round is rejected with that run's decision and
      * receipt, and the no-progress circuit opens.
      */
