@@ -81,8 +81,11 @@ export function allowedImports(
 ): Set<string> {
   const [group, entry] = dir.split("/") as [string, string];
   if (group === "plugins") return new Set(["@asp/sdk", "@asp/contracts"]);
-  // The CLI embeds the conformance kit (`asp conformance`); tools may use any library.
-  if (group === "apps") return new Set([...libraryNames, "@asp/conformance"]);
+  // The CLI embeds the conformance kit (`asp conformance`) and runs the server (`asp serve
+  // --http`); the server never imports the CLI. Tools may use any library.
+  if (group === "apps") {
+    return new Set([...libraryNames, "@asp/conformance", ...(entry === "cli" ? ["@asp/server"] : [])]);
+  }
   // Tools (benchmarks, the packer) may use any library, and measure plugins too.
   if (group === "tools") return new Set([...libraryNames, ...pluginNames]);
   const upstream = UPSTREAM[entry];

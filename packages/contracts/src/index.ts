@@ -187,6 +187,7 @@ export type {
   PluginPublicKeyFile,
   PluginSignatureFile,
   PluginTrustFile,
+  ServerScope,
   SignatureAlgorithm,
 } from "./schemas/trust.js";
 export {
@@ -194,6 +195,7 @@ export {
   PluginPublicKeySchema,
   PluginSignatureSchema,
   PluginTrustSchema,
+  SERVER_SCOPES,
   SIGNATURE_ALGORITHMS,
 } from "./schemas/trust.js";
 export type { ValidationError, ValidationResult } from "./validate.js";

@@ -5,6 +5,7 @@ import {
   type DuplicateKey,
   findDuplicateKeys,
   type ProviderManifest,
+  type ServerScope,
   type ValidationError,
   validate,
 } from "@asp/contracts";
@@ -68,6 +69,21 @@ export interface HostConfig {
    * `postgres://` URL itself; absent when not configured.
    */
   readonly queue?: string;
+  /**
+   * `asp serve`: repositories a client names (never a client-chosen path), absolute, and the bearer
+   * tokens it accepts, by digest; absent when not configured.
+   */
+  readonly server?: ServerSettings;
+}
+
+/** The `server` section of a host configuration, paths resolved. */
+export interface ServerSettings {
+  readonly repositories: Readonly<Record<string, string>>;
+  readonly tokens: ReadonlyArray<{
+    readonly id: string;
+    readonly digest: string;
+    readonly scopes: readonly ServerScope[];
+  }>;
 }
 
 /**
@@ -144,6 +160,14 @@ export function parseHostConfig(raw: unknown, baseDir: string, path = "host conf
     autoMode: obj.autoMode === undefined ? null : structuredClone(obj.autoMode),
     pluginOptions: obj.pluginOptions === undefined ? {} : structuredClone(obj.pluginOptions),
     ...(obj.queue === undefined ? {} : { queue: obj.queue }),
+    ...(obj.server === undefined
+      ? {}
+      : {
+          server: {
+            repositories: Object.fromEntries(Object.entries(obj.server.repositories).map(([k, v]) => [k, at(v)])),
+            tokens: obj.server.tokens.map((t) => ({ id: t.id, digest: t.digest, scopes: [...t.scopes] })),
+          },
+        }),
   };
 }
 

@@ -33,7 +33,7 @@ export type { Budgets, SupervisorTimings } from "./budgets.js";
 export { budgetsOf, DEFAULT_BUDGETS, DEFAULT_TIMINGS } from "./budgets.js";
 export type { ComposedHost, ComposeHostOptions } from "./compose.js";
 export { composeHost, HOST_INFO } from "./compose.js";
-export type { BaseRevisionPolicy, HostConfig } from "./config.js";
+export type { BaseRevisionPolicy, HostConfig, ServerSettings } from "./config.js";
 export { checkManifest, loadHostConfig, parseHostConfig } from "./config.js";
 export type {
   DecideInput,

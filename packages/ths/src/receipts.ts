@@ -120,9 +120,17 @@ export interface StoredReceipt {
   readonly receipt: AuditReceipt;
 }
 
-/** Receipts, newest first. */
-export async function listReceipts(log: FactLog, limit = 50): Promise<StoredReceipt[]> {
-  const entries = await log.list({ kind: FACT_KINDS.receipt, reverse: true, limit });
+/**
+ * Receipts, newest first: at most `limit`, and with `before` only those at a smaller seq (the
+ * cursor of the next page is the last row's seq).
+ */
+export async function listReceipts(log: FactLog, limit = 50, before?: number): Promise<StoredReceipt[]> {
+  const entries = await log.list({
+    kind: FACT_KINDS.receipt,
+    reverse: true,
+    limit,
+    ...(before === undefined ? {} : { afterSeq: before }),
+  });
   return entries.map((e) => ({ seq: e.seq, at: e.at, receipt: e.record as unknown as AuditReceipt }));
 }
 

@@ -25,6 +25,28 @@ describe("host configuration", () => {
     });
   });
 
+  it("carries the server section with repository paths resolved, and refuses a raw token, an unknown scope or a path-like name", () => {
+    const digest = `sha256:${"a".repeat(64)}`;
+    const server = { repositories: { demo: "repo" }, tokens: [{ id: "ci", digest, scopes: ["read", "evaluate"] }] };
+    expect(parseHostConfig({ store: "s", policy: "p", server }, "/x").server).toEqual({
+      repositories: { demo: "/x/repo" },
+      tokens: [{ id: "ci", digest, scopes: ["read", "evaluate"] }],
+    });
+    expect(parseHostConfig({ store: "s", policy: "p" }, "/x").server).toBeUndefined();
+    for (const bad of [
+      { ...server, tokens: [{ id: "ci", token: "s3cret", scopes: ["read"] }] },
+      { ...server, tokens: [{ id: "ci", digest, scopes: ["root"] }] },
+      { ...server, tokens: [{ id: "ci", digest, scopes: [] }] },
+      { ...server, repositories: { "../etc": "repo" } },
+      { ...server, repositories: {} },
+    ]) {
+      expect(
+        () => parseHostConfig({ store: "s", policy: "p", server: bad }, "/x"),
+        JSON.stringify(bad),
+      ).toThrowWithCode("ASP_THS_BAD_CONFIG");
+    }
+  });
+
   it("carries in-process plugin options by id, and refuses options that are not an object", () => {
     const pluginOptions = { "asp.verifier-openai": { baseUrl: "http://127.0.0.1:1/v1", model: "m", apiKeyEnv: "K" } };
     expect(parseHostConfig({ store: "s", policy: "p", pluginOptions }, "/x").pluginOptions).toEqual(pluginOptions);

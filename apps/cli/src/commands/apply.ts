@@ -7,6 +7,7 @@ import { UsageError } from "../errors.js";
 import { EXIT } from "../exit-codes.js";
 import { inert } from "../terminal.js";
 import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig, renderEnvelope } from "./host.js";
+import { serveHttp } from "./serve-http.js";
 import { openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
 
 type ProposeResult = Awaited<ReturnType<ComposedHost["propose"]>>;
@@ -258,13 +259,21 @@ export function registerServe(program: Command, ctx: CliContext): void {
   program
     .command("serve")
     .description(
-      "serve host/status, host/capabilities and host/applyProposal over JSON-RPC on stdio (LSP framing) until stdin closes",
+      "serve the host: --http ADDR answers the HTTP API (docs/server.md) until SIGINT / SIGTERM; --stdio serves host/status, host/capabilities and host/applyProposal over JSON-RPC on stdio (LSP framing) until stdin closes",
     )
-    .requiredOption("--stdio", "use stdin/stdout (the only transport so far)")
-    .option("--repo <dir>", "the repository applies are bound to", ".")
+    .option("--stdio", "JSON-RPC on stdin/stdout, bound to --repo")
+    .option(
+      "--http <addr>",
+      "HTTP on a loopback HOST:PORT (127.0.0.1:7340) or unix:/path, for the repositories and tokens of the configuration's server section",
+    )
+    .option("--repo <dir>", "with --stdio: the repository applies are bound to", ".")
     .option("--config <path>", CONFIG_OPTION_HELP)
     .option("--wait <seconds>", WAIT_OPTION_HELP)
-    .action(async (flags: { repo?: string; config?: string; wait?: string }) => {
+    .action(async (flags: { repo?: string; config?: string; wait?: string; stdio?: boolean; http?: string }) => {
+      if ((flags.stdio === true) === (flags.http !== undefined)) {
+        throw new UsageError("ASP_CLI_USAGE", "asp serve takes exactly one of --stdio or --http <addr>");
+      }
+      if (flags.http !== undefined) return serveHttp(ctx, { ...flags, http: flags.http });
       const repo = repoOf(ctx, flags.repo);
       await withHost(ctx, "serve", flags, repo, async (host, config) => {
         const connection = serveHost(host, process.stdin, process.stdout, {

@@ -119,6 +119,41 @@ const BaseRevisionPolicy = Type.Object(
   Closed,
 );
 
+/** What a bearer token of `asp serve` may do: each route names the one scope it needs. */
+export const SERVER_SCOPES = ["read", "evaluate", "apply", "admin"] as const;
+/** One scope of {@link SERVER_SCOPES}. */
+export type ServerScope = (typeof SERVER_SCOPES)[number];
+
+/** A name a client uses for something trusted configuration defines (a repository, a token). */
+const ServerName = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
+
+/**
+ * `asp serve`: the repositories a client may ask the host to evaluate, by name (a client never
+ * names a path), and the bearer tokens it accepts. A token is configured by its digest only
+ * (`sha256:` of its UTF-8 bytes), never as the secret itself.
+ */
+const ServerConfig = Type.Object(
+  {
+    repositories: Type.Record(ServerName, ConfigPath, {
+      minProperties: 1,
+      maxProperties: 1024,
+      additionalProperties: false,
+    }),
+    tokens: Type.Array(
+      Type.Object(
+        {
+          id: ServerName,
+          digest: Digest,
+          scopes: Type.Array(StringEnum(SERVER_SCOPES), { minItems: 1, maxItems: 4, uniqueItems: true }),
+        },
+        Closed,
+      ),
+      { maxItems: 256 },
+    ),
+  },
+  Closed,
+);
+
 /** The trusted host configuration file (`host.json` / `asp.host.json`). */
 export const HostConfigSchema = Type.Object(
   {
@@ -170,6 +205,8 @@ export const HostConfigSchema = Type.Object(
      * the `OPENAI4S_*` environment. Only trusted configuration may turn a stage on.
      */
     autoMode: Type.Optional(AutoModeConfigSchema),
+    /** The HTTP host of `asp serve` (repositories by name, bearer tokens by digest). */
+    server: Type.Optional(ServerConfig),
     /**
      * Options of verifier plugins (Reviewers) by plugin id, e.g. a Reviewer's base
      * URL and model; each is validated against its plugin's `optionsSchema` before `init`. Never a

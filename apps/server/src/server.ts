@@ -1,0 +1,221 @@
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
+import { CALL_SITES, type CallSite, type ServerScope } from "@asp/contracts";
+import { type ComposedHost, listReceipts, showReceipt, verifyReceipts } from "@asp/ths";
+import { type Static, Type } from "@sinclair/typebox";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { authorize, checkTokens, type ServerToken } from "./auth.js";
+import { answerOf, ServerError } from "./errors.js";
+
+/** How `createServer` is set up. Everything here is trusted configuration, never a client's. */
+export interface ServerOptions {
+  /** The composed host: plugins verified once, providers kept warm, its store held alone. */
+  readonly host: ComposedHost;
+  /** Repositories a client may name, by name (`[a-z0-9][a-z0-9._-]*`); each an existing folder. */
+  readonly repositories: Readonly<Record<string, string>>;
+  /** Bearer tokens by digest and scope; none: every route answers 401. */
+  readonly tokens: readonly ServerToken[];
+  /** The repository's own policy paths assessed as candidates, as `asp gate` passes them. */
+  readonly candidatePolicyPath?: string | readonly string[];
+  /** Largest request body in bytes (default 64 KiB). */
+  readonly bodyLimit?: number;
+}
+
+/** One route of the server: method, path (Fastify syntax) and the scope a token needs. */
+export interface ServerRoute {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly scope: ServerScope;
+  readonly summary: string;
+}
+
+/**
+ * Every route the server answers, exactly: a test holds the server to this table, and any other
+ * path (an unversioned or alias one included) is a 404 `ASP_SERVER_NOT_FOUND`.
+ */
+export const SERVER_ROUTES: readonly ServerRoute[] = [
+  { method: "GET", path: "/api/v1/status", scope: "read", summary: "providers, their health and the host" },
+  { method: "GET", path: "/api/v1/capabilities", scope: "read", summary: "what each provider can do" },
+  { method: "GET", path: "/api/v1/repositories", scope: "read", summary: "the repository names a client may use" },
+  {
+    method: "POST",
+    path: "/api/v1/repositories/:name/evaluate",
+    scope: "evaluate",
+    summary: "decide on a repository at a call-site; a receipt is written before the answer",
+  },
+  { method: "GET", path: "/api/v1/receipts", scope: "read", summary: "receipts, newest first (limit, before)" },
+  { method: "GET", path: "/api/v1/receipts/head", scope: "read", summary: "the store's head (seq, digest)" },
+  { method: "GET", path: "/api/v1/receipts/verify", scope: "read", summary: "walk the chain and every receipt" },
+  { method: "GET", path: "/api/v1/receipts/:id", scope: "read", summary: "one receipt and its envelope" },
+];
+
+const Name = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
+const EvaluateBody = Type.Object(
+  {
+    callSite: Type.Union(CALL_SITES.map((c) => Type.Literal(c))),
+    /** A git revision to diff against (default: the trusted base). Never an option: no leading `-`. */
+    base: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: "^(?!-)[A-Za-z0-9._/@{}^~-]+$" })),
+  },
+  { additionalProperties: false },
+);
+const ReceiptsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+    before: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+/** A promise chain that runs one task at a time, in order: the store has one writer. */
+function oneAtATime(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (task) => {
+    const run = tail.then(task, task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+function checkRepositories(repositories: Readonly<Record<string, string>>): ReadonlyMap<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, dir] of Object.entries(repositories)) {
+    if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(name)) {
+      throw new ServerError("ASP_SERVER_BAD_OPTIONS", `repository name ${JSON.stringify(name)} is not [a-z0-9._-]`);
+    }
+    const path = resolve(dir);
+    let folder = false;
+    try {
+      folder = statSync(path).isDirectory();
+    } catch {
+      folder = false;
+    }
+    if (!folder) {
+      throw new ServerError("ASP_SERVER_BAD_OPTIONS", `repository ${name}: ${path} is not a folder`, {
+        data: { repository: name },
+      });
+    }
+    out.set(name, path);
+  }
+  if (out.size === 0) throw new ServerError("ASP_SERVER_BAD_OPTIONS", "the server needs at least one repository");
+  return out;
+}
+
+/**
+ * The HTTP API of one long-lived host (Fastify). Every route needs a bearer token with its
+ * scope (see {@link SERVER_ROUTES}); bodies and queries are validated against closed schemas;
+ * every error is `{ code, message }` with its status; evaluations run one at a time over the
+ * host's store. A client names a repository from trusted configuration, never a path.
+ *
+ * The caller owns the host: closing the server does not close it.
+ *
+ * @throws ServerError `ASP_SERVER_BAD_OPTIONS`.
+ * @example
+ * ```ts
+ * const server = await createServer({ host, repositories: { demo: "./repo" }, tokens: [{ id: "ci", digest: tokenDigest(secret), scopes: ["read", "evaluate"] }] });
+ * await server.listen({ host: "127.0.0.1", port: 7340 });
+ * ```
+ */
+export async function createServer(options: ServerOptions): Promise<FastifyInstance> {
+  const repositories = checkRepositories(options.repositories);
+  const tokens = checkTokens(options.tokens);
+  const { host } = options;
+  const serial = oneAtATime();
+  const app = Fastify({
+    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    logger: false,
+    // Exactly the routes of SERVER_ROUTES: no implicit HEAD twins.
+    exposeHeadRoutes: false,
+    // Closed schemas: an unknown field is refused, never stripped; defaults filled, nothing coerced
+    // except query strings (which are text on the wire).
+    ajv: { customOptions: { removeAdditional: false, useDefaults: true, coerceTypes: true, allErrors: false } },
+  });
+
+  // JSON only (anything else is 415); `__proto__` and `constructor.prototype` keys are refused.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
+
+  app.setErrorHandler((error, _request, reply) => {
+    const { status, body } = answerOf(error);
+    void reply.status(status).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply
+      .status(404)
+      .send({ code: "ASP_SERVER_NOT_FOUND", message: `no route ${request.method} ${request.url.split("?")[0]}` });
+  });
+
+  const registered: string[] = [];
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) registered.push(`${method} ${route.url}`);
+  });
+
+  const scoped =
+    (scope: ServerScope) =>
+    async (request: FastifyRequest): Promise<void> => {
+      authorize(request.headers.authorization, tokens, scope);
+    };
+  const scopeOf = (method: string, path: string): ServerScope => {
+    const route = SERVER_ROUTES.find((r) => r.method === method && r.path === path);
+    if (route === undefined) throw new Error(`route ${method} ${path} is not in SERVER_ROUTES`);
+    return route.scope;
+  };
+  const get = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) =>
+    app.get(path, { onRequest: scoped(scopeOf("GET", path)) }, handler);
+
+  get("/api/v1/status", async () => host.status());
+  get("/api/v1/capabilities", async () => host.capabilities());
+  get("/api/v1/repositories", async () => ({ repositories: [...repositories.keys()] }));
+
+  app.post<{ Params: { name: string }; Body: Static<typeof EvaluateBody> }>(
+    "/api/v1/repositories/:name/evaluate",
+    {
+      onRequest: scoped(scopeOf("POST", "/api/v1/repositories/:name/evaluate")),
+      schema: { params: Type.Object({ name: Name }), body: EvaluateBody },
+    },
+    async (request) => {
+      const repo = repositories.get(request.params.name);
+      if (repo === undefined) {
+        throw new ServerError("ASP_SERVER_UNKNOWN_REPOSITORY", `no repository ${request.params.name} is configured`);
+      }
+      const callSite: CallSite = request.body.callSite;
+      const { envelope, receipt } = await serial(() =>
+        host.evaluate(callSite, {
+          repo,
+          ...(request.body.base === undefined ? {} : { base: request.body.base }),
+          ...(callSite === "sweep" ? { wholeTree: true } : {}),
+          ...(options.candidatePolicyPath === undefined ? {} : { candidatePolicyPath: options.candidatePolicyPath }),
+        }),
+      );
+      return { decision: envelope.decision, envelope, receipt };
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof ReceiptsQuery> }>(
+    "/api/v1/receipts",
+    { onRequest: scoped(scopeOf("GET", "/api/v1/receipts")), schema: { querystring: ReceiptsQuery } },
+    async (request) => {
+      const limit = request.query.limit ?? 50;
+      const rows = await listReceipts(host.store.log, limit, request.query.before);
+      const last = rows.at(-1);
+      return { receipts: rows, next: rows.length === limit && last !== undefined ? last.seq : null };
+    },
+  );
+  get("/api/v1/receipts/head", async () => ({ head: await host.store.log.head() }));
+  get("/api/v1/receipts/verify", async () => verifyReceipts(host.store.log));
+  app.get<{ Params: { id: string } }>(
+    "/api/v1/receipts/:id",
+    {
+      onRequest: scoped(scopeOf("GET", "/api/v1/receipts/:id")),
+      schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) }) },
+    },
+    async (request) => showReceipt(host.store.log, request.params.id),
+  );
+
+  // The table is the contract: a route registered but not listed (or listed but not registered) is a bug.
+  const listed = SERVER_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
+  if (JSON.stringify([...registered].sort()) !== JSON.stringify(listed)) {
+    throw new Error(`registered routes ${registered.join(", ")} are not SERVER_ROUTES`);
+  }
+  await app.ready();
+  return app;
+}
