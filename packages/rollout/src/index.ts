@@ -59,6 +59,14 @@ export {
   STAGE_ENV_VARS,
   StageFlags,
 } from "./flags.js";
+export type { FrameSettings, FrameSettingsStore, StoredFrameSettings } from "./frames.js";
+export {
+  checkFrameId,
+  createFrameSettingsStore,
+  FRAME_INDEX_NAME,
+  FRAME_SETTINGS_FACT_KIND,
+  patchFrameSettings,
+} from "./frames.js";
 export type { ValueLocation } from "./parse.js";
 export { FALSE_SPELLINGS, parseBoolean, parseEnum, parsePositiveNumber, TRUE_SPELLINGS } from "./parse.js";
 export type { PersistedSelection, RunConfiguration, SelectionStoreOptions, StoredSelection } from "./persist.js";
