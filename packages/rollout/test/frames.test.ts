@@ -24,7 +24,9 @@ describe("frame settings (GET/PATCH /api/v1/frames/{fid}/auto-mode)", () => {
     expect(patchFrameSettings(a, { budgets: { max_review_rounds: null }, preset: null })).toEqual({
       budgets: { wall_time_s: 600 },
     });
-    expect(patchFrameSettings(a, { budgets: { wall_time_s: null, max_review_rounds: null } })).toEqual({ preset: "off" });
+    expect(patchFrameSettings(a, { budgets: { wall_time_s: null, max_review_rounds: null } })).toEqual({
+      preset: "off",
+    });
   });
 
   it.each<[string, unknown, string]>([
