@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { AutoRunProjection } from "@asp/auto-mode";
+import { digestBytes } from "@asp/evidence";
 import { tokenDigest } from "@asp/server";
 import { afterEach, describe, expect, it } from "vitest";
-import { exampleCopy } from "./example-copy.js";
+import { AUTO_MODE, autoModeCopy, exampleCopy } from "./example-copy.js";
 import { BIN, REPO_ROOT, runBinary } from "./helpers.js";
 
 // Issue 28, first slice: `asp serve --http` as an operator runs it, a real process on loopback.
@@ -52,6 +54,8 @@ const exited = (child: ChildProcess): Promise<number | null> =>
   new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once("exit", resolve)));
 
 const auth = { authorization: `Bearer ${SECRET}` };
+const ADMIN_SECRET = "serve-http-test-admin-token";
+const HOST_CHECKS = join(REPO_ROOT, "plugins", "verifier-host-checks", "dist", "plugin");
 
 describe("asp serve --http (issue 28)", () => {
   it("serves the example host on loopback: a gate decides over HTTP, SIGTERM stops it cleanly and the receipt is in the store", async () => {
@@ -99,6 +103,96 @@ describe("asp serve --http (issue 28)", () => {
     child.kill("SIGINT");
     expect(await exited(child)).toBe(0);
   }, 180_000);
+
+  it("a frame's settings PATCHed over HTTP drive asp auto run --frame, whose audits and Artifact bytes the server then serves", async () => {
+    const copy = autoModeCopy([HOST_CHECKS], { autoMode: AUTO_MODE });
+    roots.push(copy.root);
+    const config = JSON.parse(readFileSync(copy.config, "utf8")) as Record<string, unknown>;
+    writeFileSync(
+      copy.config,
+      JSON.stringify({
+        ...config,
+        server: {
+          repositories: { demo: copy.repo },
+          tokens: [
+            { id: "ci", digest: tokenDigest(SECRET), scopes: ["read", "evaluate"] },
+            { id: "ops", digest: tokenDigest(ADMIN_SECRET), scopes: ["admin"] },
+          ],
+        },
+      }),
+    );
+    const admin = { authorization: `Bearer ${ADMIN_SECRET}`, "content-type": "application/merge-patch+json" };
+    let served = await serve(copy.config, "127.0.0.1:0");
+    const patched = await fetch(`${served.url}/api/v1/frames/team-a/auto-mode`, {
+      method: "PATCH",
+      headers: admin,
+      body: JSON.stringify({ budgets: { max_review_rounds: 1, wall_time_s: 600 } }),
+    });
+    expect(patched.status, await patched.clone().text()).toBe(200);
+    // The reader's token cannot edit a frame.
+    const denied = await fetch(`${served.url}/api/v1/frames/team-a/auto-mode`, {
+      method: "PATCH",
+      headers: { ...auth, "content-type": "application/merge-patch+json" },
+      body: "{}",
+    });
+    expect(denied.status).toBe(403);
+    served.child.kill("SIGTERM");
+    expect(await exited(served.child)).toBe(0);
+
+    // The run of that frame resolves the stored settings at frame scope.
+    const run = runBinary([
+      "auto",
+      "run",
+      "--frame",
+      "team-a",
+      "--engine",
+      "scripted",
+      "--reviewer",
+      "host-checks",
+      "--json",
+      "--config",
+      copy.config,
+      copy.repo,
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const projection = JSON.parse(run.stdout) as AutoRunProjection;
+    expect(projection.run?.root_frame_id).toBe("team-a");
+    expect(projection.state).toBe("verified");
+    expect(projection.ledger?.limits).toMatchObject({ max_review_rounds: 1, wall_time_s: 600 });
+    const bad = runBinary([
+      "auto",
+      "run",
+      "--frame",
+      "../x",
+      "--engine",
+      "scripted",
+      "--reviewer",
+      "host-checks",
+      "--config",
+      copy.config,
+      copy.repo,
+    ]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain("ASP_ROLLOUT_INVALID_OPTION");
+
+    served = await serve(copy.config, "127.0.0.1:0");
+    const audits = (await (
+      await fetch(`${served.url}/api/v1/frames/team-a/auto-audits?subject_kind=result_review`, { headers: auth })
+    ).json()) as { audits: Array<{ event: { type: string; run: { root_frame_id: string } } }> };
+    expect(audits.audits.map((a) => a.event.type)).toEqual(["auto_audit_completed", "auto_audit_started"]);
+    const shown = (await (
+      await fetch(`${served.url}/api/v1/auto-runs/${projection.runId}`, { headers: auth })
+    ).json()) as AutoRunProjection;
+    expect(shown).toEqual(projection);
+    const [version] = projection.candidate?.artifact_versions ?? [];
+    expect(version).toBeDefined();
+    const bytes = await fetch(`${served.url}/api/v1/artifacts/versions/${version?.version_id}`, { headers: auth });
+    expect(bytes.status).toBe(200);
+    expect(bytes.headers.get("x-asp-checksum")).toBe(version?.checksum);
+    expect(digestBytes(new Uint8Array(await bytes.arrayBuffer()))).toBe(version?.checksum);
+    served.child.kill("SIGTERM");
+    expect(await exited(served.child)).toBe(0);
+  }, 240_000);
 
   it.each<[string, string[], unknown, RegExp]>([
     ["neither --stdio nor --http", [], undefined, /exactly one of --stdio or --http/],

@@ -11,23 +11,31 @@ import { AspError, type AspErrorOptions, isAspError } from "@asp/contracts";
  * - `ASP_SERVER_NOT_FOUND` (404): no such route; there are no unversioned or alias routes (input).
  * - `ASP_SERVER_UNKNOWN_REPOSITORY` (404): the repository name is not in the trusted
  *   configuration's `server.repositories`; a client never names a path (input).
+ * - `ASP_SERVER_UNKNOWN_RUN` (404): no Auto Run with this id in the host's store (input).
+ * - `ASP_SERVER_PRECONDITION_FAILED` (412): an `If-Match` that names another version of the
+ *   resource than the one stored (GET it again) (input).
  * - `ASP_SERVER_BAD_REQUEST` (400): the body, query or path does not match the route's schema, or
  *   is not JSON (input).
  * - `ASP_SERVER_BODY_TOO_LARGE` (413): the body is over the server's `bodyLimit` (input).
- * - `ASP_SERVER_UNSUPPORTED_MEDIA_TYPE` (415): a body that is not `application/json` (input).
+ * - `ASP_SERVER_UNSUPPORTED_MEDIA_TYPE` (415): a body that is not `application/json` (or, on a
+ *   PATCH route, `application/merge-patch+json`) (input).
  * - `ASP_SERVER_BAD_OPTIONS` (thrown by `createServer`): no repository, a repository that is not a
  *   folder, a token digest twice, or a store the server cannot hold alone (input).
  * - `ASP_SERVER_INTERNAL` (500): the host failed in a way the client cannot fix; the message says
  *   nothing more (the server's log does) (internal).
  *
- * Errors of the host itself keep their own code (`ASP_THS_RECEIPT_NOT_FOUND` is a 404,
- * `ASP_THS_TRUSTED_BASE_MOVED` a 409, any other input error of the host a 400).
+ * Errors of the host itself keep their own code (`ASP_THS_RECEIPT_NOT_FOUND`,
+ * `ASP_AUTO_MODE_VERSION_NOT_FOUND` are 404s; `ASP_THS_TRUSTED_BASE_MOVED`,
+ * `ASP_AUTO_MODE_VERSION_AMBIGUOUS` and `ASP_ROLLOUT_STAGE_DISABLED` 409s; any other input error
+ * of the host, a rollout configuration error included, a 400).
  */
 export type ServerErrorCode =
   | "ASP_SERVER_UNAUTHORIZED"
   | "ASP_SERVER_FORBIDDEN"
   | "ASP_SERVER_NOT_FOUND"
   | "ASP_SERVER_UNKNOWN_REPOSITORY"
+  | "ASP_SERVER_UNKNOWN_RUN"
+  | "ASP_SERVER_PRECONDITION_FAILED"
   | "ASP_SERVER_BAD_REQUEST"
   | "ASP_SERVER_BODY_TOO_LARGE"
   | "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE"
@@ -40,6 +48,8 @@ export const SERVER_ERROR_CODES: readonly ServerErrorCode[] = [
   "ASP_SERVER_FORBIDDEN",
   "ASP_SERVER_NOT_FOUND",
   "ASP_SERVER_UNKNOWN_REPOSITORY",
+  "ASP_SERVER_UNKNOWN_RUN",
+  "ASP_SERVER_PRECONDITION_FAILED",
   "ASP_SERVER_BAD_REQUEST",
   "ASP_SERVER_BODY_TOO_LARGE",
   "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE",
@@ -52,6 +62,8 @@ const STATUS: Readonly<Record<ServerErrorCode, number>> = {
   ASP_SERVER_FORBIDDEN: 403,
   ASP_SERVER_NOT_FOUND: 404,
   ASP_SERVER_UNKNOWN_REPOSITORY: 404,
+  ASP_SERVER_UNKNOWN_RUN: 404,
+  ASP_SERVER_PRECONDITION_FAILED: 412,
   ASP_SERVER_BAD_REQUEST: 400,
   ASP_SERVER_BODY_TOO_LARGE: 413,
   ASP_SERVER_UNSUPPORTED_MEDIA_TYPE: 415,
@@ -73,6 +85,9 @@ export class ServerError extends AspError<ServerErrorCode> {
 const HOST_STATUS: Readonly<Record<string, number>> = {
   ASP_THS_RECEIPT_NOT_FOUND: 404,
   ASP_THS_TRUSTED_BASE_MOVED: 409,
+  ASP_AUTO_MODE_VERSION_NOT_FOUND: 404,
+  ASP_AUTO_MODE_VERSION_AMBIGUOUS: 409,
+  ASP_ROLLOUT_STAGE_DISABLED: 409,
 };
 
 /** Fastify's own error codes, mapped onto ours. */

@@ -9,6 +9,7 @@
 
 export type { ServerToken } from "./auth.js";
 export { authorize, tokenDigest } from "./auth.js";
+export type { ServerAutoMode } from "./auto-routes.js";
 export type { ServerErrorCode } from "./errors.js";
 export { SERVER_ERROR_CODES, ServerError } from "./errors.js";
 export type { ServerOptions, ServerRoute } from "./server.js";

@@ -5,6 +5,7 @@ import { type ComposedHost, listReceipts, showReceipt, verifyReceipts } from "@a
 import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authorize, checkTokens, type ServerToken } from "./auth.js";
+import { registerAutoModeRoutes, type ServerAutoMode } from "./auto-routes.js";
 import { answerOf, ServerError } from "./errors.js";
 
 /** How `createServer` is set up. Everything here is trusted configuration, never a client's. */
@@ -19,11 +20,16 @@ export interface ServerOptions {
   readonly candidatePolicyPath?: string | readonly string[];
   /** Largest request body in bytes (default 64 KiB). */
   readonly bodyLimit?: number;
+  /**
+   * The Auto Mode configuration frames resolve under: the trusted host configuration's
+   * `autoMode` and the environment's `OPENAI4S_*` variables (default: none, every stage off).
+   */
+  readonly autoMode?: ServerAutoMode;
 }
 
 /** One route of the server: method, path (Fastify syntax) and the scope a token needs. */
 export interface ServerRoute {
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "PATCH";
   readonly path: string;
   readonly scope: ServerScope;
   readonly summary: string;
@@ -47,6 +53,31 @@ export const SERVER_ROUTES: readonly ServerRoute[] = [
   { method: "GET", path: "/api/v1/receipts/head", scope: "read", summary: "the store's head (seq, digest)" },
   { method: "GET", path: "/api/v1/receipts/verify", scope: "read", summary: "walk the chain and every receipt" },
   { method: "GET", path: "/api/v1/receipts/:id", scope: "read", summary: "one receipt and its envelope" },
+  {
+    method: "GET",
+    path: "/api/v1/frames/:fid/auto-mode",
+    scope: "read",
+    summary: "a frame's stored Auto Mode settings and the configuration they resolve to",
+  },
+  {
+    method: "PATCH",
+    path: "/api/v1/frames/:fid/auto-mode",
+    scope: "admin",
+    summary: "merge-patch a frame's Auto Mode settings (RFC 7396; budgets only tighten; Stage 2)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/frames/:fid/auto-audits",
+    scope: "read",
+    summary: "a frame's committed audit events, newest first (subject_kind, before, limit)",
+  },
+  {
+    method: "GET",
+    path: "/api/v1/artifacts/versions/:version_id",
+    scope: "read",
+    summary: "the frozen bytes of one Artifact version, with checksum headers",
+  },
+  { method: "GET", path: "/api/v1/auto-runs/:run_id", scope: "read", summary: "an Auto Run's projection" },
 ];
 
 const Name = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
@@ -108,7 +139,8 @@ function checkRepositories(repositories: Readonly<Record<string, string>>): Read
  *
  * The caller owns the host: closing the server does not close it.
  *
- * @throws ServerError `ASP_SERVER_BAD_OPTIONS`.
+ * @throws ServerError `ASP_SERVER_BAD_OPTIONS`. RolloutError (any code of `resolveConfiguration`)
+ *   when `autoMode` does not resolve (an unbuilt stage turned on, an unknown `OPENAI4S_*` variable).
  * @example
  * ```ts
  * const server = await createServer({ host, repositories: { demo: "./repo" }, tokens: [{ id: "ci", digest: tokenDigest(secret), scopes: ["read", "evaluate"] }] });
@@ -132,7 +164,16 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
 
   // JSON only (anything else is 415); `__proto__` and `constructor.prototype` keys are refused.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("application/json", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
+  const json = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, json);
+  // RFC 7396 merge patches (PATCH only; any other route refuses it as 415).
+  app.addContentTypeParser("application/merge-patch+json", { parseAs: "string" }, json);
+  app.addHook("preValidation", async (request) => {
+    const type = String(request.headers["content-type"] ?? "");
+    if (request.method !== "PATCH" && type.toLowerCase().startsWith("application/merge-patch+json")) {
+      throw new ServerError("ASP_SERVER_UNSUPPORTED_MEDIA_TYPE", "a merge patch is for PATCH routes only");
+    }
+  });
 
   app.setErrorHandler((error, _request, reply) => {
     const { status, body } = answerOf(error);
@@ -210,6 +251,14 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     },
     async (request) => showReceipt(host.store.log, request.params.id),
   );
+
+  registerAutoModeRoutes({
+    app,
+    store: host.store,
+    autoMode: options.autoMode ?? {},
+    serial,
+    scoped: (method, path) => scoped(scopeOf(method, path)),
+  });
 
   // The table is the contract: a route registered but not listed (or listed but not registered) is a bug.
   const listed = SERVER_ROUTES.map((r) => `${r.method} ${r.path}`).sort();

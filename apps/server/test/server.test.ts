@@ -18,7 +18,13 @@ afterAll(async () => {
 });
 
 /** A concrete URL of a route (path parameters filled with a value that exists). */
-const urlOf = (path: string): string => path.replace(":name", "demo").replace(":id", "nosuchreceipt");
+const urlOf = (path: string): string =>
+  path
+    .replace(":name", "demo")
+    .replace(":id", "nosuchreceipt")
+    .replace(":fid", "f1")
+    .replace(":version_id", "v0")
+    .replace(":run_id", `sha256:${"0".repeat(64)}`);
 
 const gate = (body: unknown, token = "evaluator", name = "demo") =>
   app.inject({
@@ -44,7 +50,7 @@ describe("@asp/server routes (issue 28)", () => {
   it("authorization matrix: no header or an unknown token is 401, a token without the route's scope 403, with it the route runs", async () => {
     for (const r of SERVER_ROUTES) {
       const url = urlOf(r.path);
-      const payload = r.method === "POST" ? { callSite: "interactive" } : undefined;
+      const payload = r.method === "POST" ? { callSite: "interactive" } : r.method === "PATCH" ? {} : undefined;
       const call = (headers: Record<string, string>) =>
         app.inject({ method: r.method, url, headers, ...(payload === undefined ? {} : { payload }) });
       for (const headers of [{}, { authorization: "Bearer not-a-token" }, { authorization: secretOf("reader") }]) {

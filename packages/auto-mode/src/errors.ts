@@ -28,7 +28,11 @@ export type AutoModeErrorCode =
   /** An action adapter's path would leave the run's workspace (a path escape: the safety boundary). */
   | "ASP_AUTO_MODE_PATH_ESCAPE"
   /** A command cannot run because its sandbox is unavailable (nothing ran). */
-  | "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE";
+  | "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE"
+  /** No committed candidate names this Artifact version id. */
+  | "ASP_AUTO_MODE_VERSION_NOT_FOUND"
+  /** Committed candidates name one version id with different bytes or Artifacts (never guessed). */
+  | "ASP_AUTO_MODE_VERSION_AMBIGUOUS";
 
 /** Every {@link AutoModeErrorCode}, for table tests and documentation. */
 export const AUTO_MODE_ERROR_CODES: ReadonlyArray<AutoModeErrorCode> = Object.freeze([
@@ -44,6 +48,8 @@ export const AUTO_MODE_ERROR_CODES: ReadonlyArray<AutoModeErrorCode> = Object.fr
   "ASP_AUTO_MODE_STAGE_NOT_BUILT",
   "ASP_AUTO_MODE_PATH_ESCAPE",
   "ASP_AUTO_MODE_SANDBOX_UNAVAILABLE",
+  "ASP_AUTO_MODE_VERSION_NOT_FOUND",
+  "ASP_AUTO_MODE_VERSION_AMBIGUOUS",
 ]);
 
 /**

@@ -129,6 +129,14 @@ export {
 export type { AutoRunProjection, ProjectionFact, ProjectionInput, ShadowJudgment } from "./projection.js";
 export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./projection.js";
 export type {
+  ArtifactVersion,
+  ArtifactVersionSource,
+  FrameAuditPage,
+  FrameAuditQuery,
+  FrameAuditRow,
+} from "./queries.js";
+export { listFrameAudits, readArtifactVersion } from "./queries.js";
+export type {
   AttemptResult,
   BoundaryMark,
   FailedOutcome,

@@ -42,7 +42,7 @@ import {
   removePluginCache,
 } from "@asp/plugin-host";
 import { classifyAction } from "@asp/policy";
-import { type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
+import { checkFrameId, createFrameSettingsStore, type ResolvedConfiguration, resolveConfiguration } from "@asp/rollout";
 import { isPostgresUrl } from "@asp/store-postgres";
 import {
   assertTrustedLocations,
@@ -184,12 +184,36 @@ export function autoModeConfiguration(
   config: HostConfig,
   origin: string,
   preset?: string,
+  frame?: { readonly id: string; readonly settings: Readonly<Record<string, unknown>> },
 ): ResolvedConfiguration {
+  // The frame's stored settings, with --preset over their preset (both frame scope).
+  const settings = { ...(frame?.settings ?? {}), ...(preset === undefined ? {} : { preset }) };
+  const frameOrigin =
+    frame === undefined || Object.keys(frame.settings).length === 0
+      ? "--preset"
+      : `frame ${frame.id} settings${preset === undefined ? "" : " and --preset"}`;
   return resolveConfiguration({
     env,
     ...(config.autoMode === null ? {} : { deployment: config.autoMode, deploymentOrigin: origin }),
-    ...(preset === undefined ? {} : { frame: { preset }, frameOrigin: "--preset" }),
+    ...(Object.keys(settings).length === 0 ? {} : { frame: settings, frameOrigin }),
   });
+}
+
+/**
+ * A root frame's stored Auto Mode settings (`PATCH /api/v1/frames/{fid}/auto-mode`), read from a
+ * private read-only snapshot of the store (a serving host is never blocked); none for a store
+ * that does not exist yet.
+ * @throws RolloutError `ASP_ROLLOUT_INVALID_OPTION` for a frame id outside its grammar.
+ */
+async function frameSettingsOf(storePath: string, fid: string): Promise<Readonly<Record<string, unknown>>> {
+  checkFrameId(fid);
+  const store = await openForReading(storePath);
+  if (store === null) return {};
+  try {
+    return (await createFrameSettingsStore(store.log).load(fid))?.settings ?? {};
+  } finally {
+    await store.close();
+  }
 }
 
 /**
@@ -648,6 +672,7 @@ interface RunFlags {
   readonly task?: string;
   readonly script?: string;
   readonly preset?: string;
+  readonly frame?: string;
   readonly repairEngine?: string;
   readonly repairScript?: string;
   readonly reviewer: string;
@@ -780,7 +805,17 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
     throw new UsageError("ASP_CLI_BAD_INPUT", `no repository folder at ${repo}`, { data: { path: repo } });
   // Threat model invariant 2: the candidate never configures the host (nor the rollout) that judges it.
   const config = readHostConfig(ctx, flags.config, repo);
-  const resolved = autoModeConfiguration(ctx.io.env, config, requireHostConfig(ctx, flags.config).path, flags.preset);
+  const frame =
+    flags.frame === undefined
+      ? undefined
+      : { id: flags.frame, settings: await frameSettingsOf(config.store, flags.frame) };
+  const resolved = autoModeConfiguration(
+    ctx.io.env,
+    config,
+    requireHostConfig(ctx, flags.config).path,
+    flags.preset,
+    frame,
+  );
   assertStages(resolved);
   const repairEngine = repairEngineName(flags, resolved);
   const guardianChoice = guardianName(flags, resolved);
@@ -845,6 +880,7 @@ async function autoRun(ctx: CliContext, repoArg: string, flags: RunFlags): Promi
         workspace,
         repo,
         task: flags.task ?? "",
+        frame: flags.frame,
       });
     } finally {
       process.removeListener("exit", cleanup);
@@ -866,6 +902,7 @@ async function runIn(
     workspace: Awaited<ReturnType<typeof createScratchWorkspace>> | undefined;
     repo: string;
     task: string;
+    frame: string | undefined;
   },
 ): Promise<void> {
   {
@@ -896,7 +933,7 @@ async function runIn(
         task: o.task,
         cancel: cancel.signal,
         run: {
-          root_frame_id: "cli",
+          root_frame_id: o.frame ?? "cli",
           branch_id: digestBytes(utf8.encode(repo)),
           turn_id: `turn-${randomUUID()}`,
           execution_id: `exec-${randomUUID()}`,
@@ -950,6 +987,10 @@ export function registerAuto(program: Command, ctx: CliContext): void {
     .option(
       "--script <file>",
       "engine script JSON { actor, steps } (default: one completion with the worktree's changes against HEAD, or a built-in demo edit)",
+    )
+    .option(
+      "--frame <fid>",
+      "the run's root frame id (default cli); the frame's stored Auto Mode settings (PATCH /api/v1/frames/{fid}/auto-mode) apply at frame scope, --preset over their preset",
     )
     .option(
       "--preset <preset>",

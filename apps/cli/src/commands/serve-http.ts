@@ -3,6 +3,7 @@ import { createServer } from "@asp/server";
 import { type ComposedHost, candidatePolicyPaths } from "@asp/ths";
 import type { CliContext } from "../context.js";
 import { UsageError } from "../errors.js";
+import { requireHostConfig } from "../host-config.js";
 import { onInterrupt } from "../interrupt.js";
 import { inert } from "../terminal.js";
 import { hostFromConfig, readHostConfig } from "./host.js";
@@ -89,6 +90,12 @@ export async function serveHttp(ctx: CliContext, flags: { http: string; config?:
       repositories: settings.repositories,
       tokens: settings.tokens,
       candidatePolicyPath: candidatePolicyPaths(config),
+      // Frames resolve under the trusted configuration's "autoMode" and the OPENAI4S_* environment.
+      autoMode: {
+        ...(config.autoMode === null ? {} : { deployment: config.autoMode }),
+        deploymentOrigin: requireHostConfig(ctx, flags.config).path,
+        env: ctx.io.env,
+      },
     });
     const stopped = new Promise<void>((done) => {
       const release = onInterrupt(() => done());
