@@ -14,6 +14,7 @@ import { AspError, type AspErrorOptions, isAspError } from "@asp/contracts";
  * - `ASP_SERVER_UNKNOWN_RUN` (404): no Auto Run with this id in the host's store (input).
  * - `ASP_SERVER_PRECONDITION_FAILED` (412): an `If-Match` that names another version of the
  *   resource than the one stored (GET it again) (input).
+ * - `ASP_SERVER_BUSY` (503): as many event streams are open as the server allows (input).
  * - `ASP_SERVER_BAD_REQUEST` (400): the body, query or path does not match the route's schema, or
  *   is not JSON (input).
  * - `ASP_SERVER_BODY_TOO_LARGE` (413): the body is over the server's `bodyLimit` (input).
@@ -36,6 +37,7 @@ export type ServerErrorCode =
   | "ASP_SERVER_UNKNOWN_REPOSITORY"
   | "ASP_SERVER_UNKNOWN_RUN"
   | "ASP_SERVER_PRECONDITION_FAILED"
+  | "ASP_SERVER_BUSY"
   | "ASP_SERVER_BAD_REQUEST"
   | "ASP_SERVER_BODY_TOO_LARGE"
   | "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE"
@@ -50,6 +52,7 @@ export const SERVER_ERROR_CODES: readonly ServerErrorCode[] = [
   "ASP_SERVER_UNKNOWN_REPOSITORY",
   "ASP_SERVER_UNKNOWN_RUN",
   "ASP_SERVER_PRECONDITION_FAILED",
+  "ASP_SERVER_BUSY",
   "ASP_SERVER_BAD_REQUEST",
   "ASP_SERVER_BODY_TOO_LARGE",
   "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE",
@@ -64,6 +67,7 @@ const STATUS: Readonly<Record<ServerErrorCode, number>> = {
   ASP_SERVER_UNKNOWN_REPOSITORY: 404,
   ASP_SERVER_UNKNOWN_RUN: 404,
   ASP_SERVER_PRECONDITION_FAILED: 412,
+  ASP_SERVER_BUSY: 503,
   ASP_SERVER_BAD_REQUEST: 400,
   ASP_SERVER_BODY_TOO_LARGE: 413,
   ASP_SERVER_UNSUPPORTED_MEDIA_TYPE: 415,

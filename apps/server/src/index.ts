@@ -14,3 +14,5 @@ export type { ServerErrorCode } from "./errors.js";
 export { SERVER_ERROR_CODES, ServerError } from "./errors.js";
 export type { ServerOptions, ServerRoute } from "./server.js";
 export { createServer, SERVER_ROUTES } from "./server.js";
+export type { StreamEvent, StreamEventType } from "./stream.js";
+export { STREAM_EVENT_TYPES, streamEventOf } from "./stream.js";

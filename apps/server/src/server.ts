@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { authorize, checkTokens, type ServerToken } from "./auth.js";
 import { registerAutoModeRoutes, type ServerAutoMode } from "./auto-routes.js";
 import { answerOf, ServerError } from "./errors.js";
+import { openStream } from "./stream.js";
 
 /** How `createServer` is set up. Everything here is trusted configuration, never a client's. */
 export interface ServerOptions {
@@ -25,6 +26,12 @@ export interface ServerOptions {
    * `autoMode` and the environment's `OPENAI4S_*` variables (default: none, every stage off).
    */
   readonly autoMode?: ServerAutoMode;
+  /** The event stream: how often it looks for new facts (ms, default 200), keep-alive (ms, default 15,000), open streams at most (default 32). */
+  readonly stream?: {
+    readonly pollMs?: number;
+    readonly keepAliveMs?: number;
+    readonly maxStreams?: number;
+  };
 }
 
 /** One route of the server: method, path (Fastify syntax) and the scope a token needs. */
@@ -78,6 +85,12 @@ export const SERVER_ROUTES: readonly ServerRoute[] = [
     summary: "the frozen bytes of one Artifact version, with checksum headers",
   },
   { method: "GET", path: "/api/v1/auto-runs/:run_id", scope: "read", summary: "an Auto Run's projection" },
+  {
+    method: "GET",
+    path: "/api/v1/events",
+    scope: "read",
+    summary: "committed facts as server-sent events, resumable from Last-Event-ID (after, run_id)",
+  },
 ];
 
 const Name = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
@@ -93,6 +106,14 @@ const ReceiptsQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
     before: Type.Optional(Type.Integer({ minimum: 1 })),
+  },
+  { additionalProperties: false },
+);
+
+const EventsQuery = Type.Object(
+  {
+    after: Type.Optional(Type.Integer({ minimum: 0 })),
+    run_id: Type.Optional(Type.String({ pattern: "^sha256:[0-9a-f]{64}$" })),
   },
   { additionalProperties: false },
 );
@@ -259,6 +280,44 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     serial,
     scoped: (method, path) => scoped(scopeOf(method, path)),
   });
+
+  const streams = new Set<() => void>();
+  const maxStreams = options.stream?.maxStreams ?? 32;
+  app.addHook("preClose", async () => {
+    for (const stop of streams) stop();
+  });
+  app.get<{ Querystring: Static<typeof EventsQuery> }>(
+    "/api/v1/events",
+    { onRequest: scoped(scopeOf("GET", "/api/v1/events")), schema: { querystring: EventsQuery } },
+    async (request, reply) => {
+      const last = request.headers["last-event-id"];
+      if (last !== undefined && !/^\d{1,15}$/.test(String(last))) {
+        throw new ServerError("ASP_SERVER_BAD_REQUEST", "Last-Event-ID is the seq of the last event seen");
+      }
+      if (streams.size >= maxStreams) {
+        throw new ServerError("ASP_SERVER_BUSY", `${maxStreams} event streams are open: close one, or try again later`);
+      }
+      // Resume after the last event the client saw; else after `after`; else from now on.
+      const after =
+        last !== undefined ? Number(last) : (request.query.after ?? (await host.store.log.head())?.seq ?? 0);
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        connection: "keep-alive",
+        "x-accel-buffering": "no",
+      });
+      const stream = openStream(reply.raw, {
+        log: host.store.log,
+        after,
+        ...(request.query.run_id === undefined ? {} : { runId: request.query.run_id }),
+        pollMs: options.stream?.pollMs ?? 200,
+        keepAliveMs: options.stream?.keepAliveMs ?? 15_000,
+      });
+      streams.add(stream.stop);
+      void stream.done.finally(() => streams.delete(stream.stop));
+    },
+  );
 
   // The table is the contract: a route registered but not listed (or listed but not registered) is a bug.
   const listed = SERVER_ROUTES.map((r) => `${r.method} ${r.path}`).sort();

@@ -1,19 +1,16 @@
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createAutoRunner, createScriptedEngine, loadAutoRunProjection, runIdOf } from "@asp/auto-mode";
-import type { RunIdentity, Verifier, VerifyResponse } from "@asp/contracts";
+import type { RunIdentity } from "@asp/contracts";
 import { digestBytes } from "@asp/evidence";
 import { createStageFlags } from "@asp/rollout";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SERVER_ROUTES } from "../src/index.js";
-import { bearer, exampleHost } from "./helpers.js";
+import { bearer, exampleHost, passingReviewer } from "./helpers.js";
 
 // The Auto Mode contract's canonical routes (issue 28): GET/PATCH /api/v1/frames/{fid}/auto-mode,
 // GET /api/v1/frames/{fid}/auto-audits, GET /api/v1/artifacts/versions/{version_id}; and a run's
 // projection beside them. Every answer is read from the host's verified store.
 
-const REVIEWER = fileURLToPath(new URL("./fixtures/pass-reviewer.mjs", import.meta.url));
 const STAGE2_ON = { stages: { stage2_auto_run_storage: true } };
 
 let env: Awaited<ReturnType<typeof exampleHost>>;
@@ -52,30 +49,6 @@ const patch = (
     headers: { ...bearer(token), "content-type": "application/merge-patch+json", ...headers },
     payload: typeof body === "string" ? body : JSON.stringify(body),
   });
-
-/** A Reviewer port over a real subprocess that passes what it is shown. */
-function passingReviewer() {
-  const verifier: Verifier = {
-    verify: (request) =>
-      new Promise<VerifyResponse>((resolve, reject) => {
-        const child = spawn(process.execPath, [REVIEWER], { stdio: ["pipe", "pipe", "ignore"] });
-        let out = "";
-        child.stdout.on("data", (c: Buffer) => {
-          out += c.toString("utf8");
-        });
-        child.on("error", reject);
-        child.on("close", () => {
-          try {
-            resolve(JSON.parse(out) as VerifyResponse);
-          } catch (error) {
-            reject(error);
-          }
-        });
-        child.stdin.end(`${JSON.stringify({ subject: request.kind === "review" ? request.subject : null })}\n`);
-      }),
-  };
-  return { identity: { actor_id: "reviewer", session_id: "rs-1", fingerprint: "model-b;cfg-1" }, verifier };
-}
 
 describe("the canonical Auto Mode routes", () => {
   it("AM.api.1: under /api/v1/frames the only routes are GET/PATCH …/auto-mode and GET …/auto-audits; unversioned and alias paths are 404", async () => {

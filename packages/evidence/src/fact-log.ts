@@ -425,9 +425,33 @@ export async function createKvFactLog(
     });
 
   const shared = options.shared;
-  /** Run a read on one view: the cached head alone, or a fresh snapshot (and its head) when shared. */
-  const view = <T>(fn: (kv: Kv, head: FactLogHead | null) => Promise<T>): Promise<T> =>
-    shared === undefined ? fn(kv, meta.head) : shared.snapshot(async (tx) => fn(tx, await readHead(tx)));
+  /**
+   * Set while a committed batch may already be readable but `meta.head` does not name it yet
+   * (between the batch and the head update): a read in that gap can meet entries beyond its head.
+   */
+  let landing: Promise<void> | null = null;
+  /**
+   * Run a read on one view: the cached head alone, or a fresh snapshot (and its head) when shared.
+   * In process, a read that met an entry beyond its head while an append of this handle was
+   * landing (an index or state row naming an entry of that batch) is read again once the batch's
+   * head is in place; an entry beyond the head with no append landing is still a broken chain.
+   */
+  const view = async <T>(fn: (kv: Kv, head: FactLogHead | null) => Promise<T>): Promise<T> => {
+    if (shared !== undefined) return shared.snapshot(async (tx) => fn(tx, await readHead(tx)));
+    for (let attempt = 0; ; attempt += 1) {
+      const head = meta.head;
+      try {
+        return await fn(kv, head);
+      } catch (error) {
+        const e = error as EvidenceError;
+        const seq = (e.data as { seq?: unknown } | undefined)?.seq;
+        const beyond = e.code === "ASP_EVIDENCE_CHAIN_BROKEN" && typeof seq === "number" && seq > (head?.seq ?? 0);
+        const moved = landing !== null || (meta.head?.seq ?? 0) > (head?.seq ?? 0);
+        if (!beyond || !moved || attempt >= 8) throw error;
+        await landing;
+      }
+    }
+  };
 
   /** Read with the link check: the successor's `prev` (or the head) must name this digest. */
   const readIn = async (kv: Kv, head: FactLogHead | null, seq: number): Promise<FactEntry> => {
@@ -588,15 +612,22 @@ export async function createKvFactLog(
     // Nothing to write (every call refused, or only empty conditional calls): no batch, no anchor.
     if (head === null || ops.length === 0) return outs;
     ops.push(headOp(head));
+    let landed = (): void => undefined;
+    landing = new Promise<void>((done) => {
+      landed = done;
+    });
     try {
       await kv.batch(ops, true);
+      meta.head = head;
     } catch (error) {
       if ((error as EvidenceError).code === "ASP_EVIDENCE_STORE_CLOSED" || shared !== undefined) throw error;
       // Whether any of the batch reached the disk is unknown: no more appends through this handle.
       failure = writeFailed(error, "log", loc);
       throw failure;
+    } finally {
+      landing = null;
+      landed();
     }
-    meta.head = head;
     if (anchor !== undefined) {
       try {
         // Only after the batch is durable: the anchor never names an entry the log may lack.
@@ -670,10 +701,21 @@ export async function createKvFactLog(
         const limit = query.limit ?? Number.POSITIVE_INFINITY;
         const after = query.afterSeq;
         const seqs: number[] = [];
+        // A list sees exactly its view: nothing past the view's head (an append landing meanwhile
+        // is not part of it), so pages never straddle a batch. An entry past the head that no
+        // append of this handle is landing was written around the log: the chain is broken.
+        const past = (await kv.get("log", seqKey((head?.seq ?? 0) + 1))) !== undefined;
+        if (past && shared === undefined && landing === null && meta.head?.seq === head?.seq) {
+          throw broken((head?.seq ?? 0) + 1, "entry lies beyond the head", loc);
+        }
+        if (head === null) return [];
+        const top = reverse && after !== undefined ? Math.min(head.seq, after - 1) : head.seq;
+        if (top < 1) return [];
         if (query.kind === undefined && query.index === undefined) {
-          const range = after === undefined ? {} : reverse ? { lt: seqKey(after) } : { gt: seqKey(after) };
+          const lower = !reverse && after !== undefined ? { gt: seqKey(after) } : {};
           for await (const [key] of kv.entries("log", {
-            ...range,
+            ...lower,
+            lte: seqKey(top),
             reverse,
             ...(Number.isFinite(limit) ? { limit } : {}),
           }))
@@ -682,8 +724,7 @@ export async function createKvFactLog(
           const prefix =
             query.kind !== undefined ? `k\0${query.kind}\0` : `i\0${query.index?.name}\0${query.index?.value}\0`;
           const lower = !reverse && after !== undefined ? { gt: `${prefix}${seqKey(after)}` } : { gte: prefix };
-          const upper =
-            reverse && after !== undefined ? { lt: `${prefix}${seqKey(after)}` } : { lt: `${prefix}\uffff` };
+          const upper = { lte: `${prefix}${seqKey(top)}` };
           for await (const [key] of kv.entries("idx", {
             ...lower,
             ...upper,
