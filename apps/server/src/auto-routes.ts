@@ -1,5 +1,5 @@
 import { listFrameAudits, loadAutoRunProjection, readArtifactVersion, readRunFacts } from "@asp/auto-mode";
-import { SUBJECT_KINDS } from "@asp/contracts";
+import type { ServerScope, SubjectKind } from "@asp/contracts";
 import type { Store } from "@asp/evidence";
 import {
   checkFrameId,
@@ -10,9 +10,9 @@ import {
   RolloutError,
   resolveConfiguration,
 } from "@asp/rollout";
-import { type Static, Type } from "@sinclair/typebox";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { ServerError } from "./errors.js";
+import type { RouteSchema } from "./schemas.js";
 
 /** The Auto Mode configuration a server resolves frames under: trusted deployment configuration and the environment. */
 export interface ServerAutoMode {
@@ -31,21 +31,10 @@ export interface AutoRouteContext {
   readonly autoMode: ServerAutoMode;
   /** Run one write at a time over the store. */
   readonly serial: <T>(task: () => Promise<T>) => Promise<T>;
-  /** The onRequest hook that checks a route's scope, by method and path. */
-  readonly scoped: (method: string, path: string) => (request: FastifyRequest) => Promise<void>;
+  /** A route's options (its scope check and its schema), by method and path. */
+  readonly routeOptions: (method: string, path: string) => { config: { aspScope: ServerScope }; schema: RouteSchema };
 }
 
-const FrameParams = Type.Object({ fid: Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$" }) });
-const AuditsQuery = Type.Object(
-  {
-    subject_kind: Type.Optional(Type.Union(SUBJECT_KINDS.map((k) => Type.Literal(k)))),
-    before: Type.Optional(Type.Integer({ minimum: 1 })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  },
-  { additionalProperties: false },
-);
-/** A merge patch of frame settings: an object (its keys are checked by the rollout parser, closed). */
-const FramePatch = Type.Object({}, { additionalProperties: true, maxProperties: 16 });
 const IfMatch = /^"(\d+)"$/;
 
 /** `"<seq>"`: the version of a frame's settings (`"0"` before any were stored), as ETag and If-Match. */
@@ -71,7 +60,7 @@ const base64OfDigest = (digest: string): string =>
  * `GET /api/v1/artifacts/versions/{version_id}`; and a run's projection beside them.
  */
 export function registerAutoModeRoutes(ctx: AutoRouteContext): void {
-  const { app, store, autoMode, serial, scoped } = ctx;
+  const { app, store, autoMode, serial, routeOptions } = ctx;
   // A deployment configuration or environment that does not resolve (an unbuilt stage turned on,
   // a misspelt variable) is refused at start, not on the first request.
   resolveFrame(autoMode, undefined);
@@ -102,19 +91,15 @@ export function registerAutoModeRoutes(ctx: AutoRouteContext): void {
   };
 
   const AUTO_MODE = "/api/v1/frames/:fid/auto-mode";
-  app.get<{ Params: Static<typeof FrameParams> }>(
-    AUTO_MODE,
-    { onRequest: scoped("GET", AUTO_MODE), schema: { params: FrameParams } },
-    async (request, reply) => {
-      const view = await frameView(request.params.fid);
-      void reply.header("etag", view.etag);
-      return view.body;
-    },
-  );
+  app.get<{ Params: { fid: string } }>(AUTO_MODE, routeOptions("GET", AUTO_MODE), async (request, reply) => {
+    const view = await frameView(request.params.fid);
+    void reply.header("etag", view.etag);
+    return view.body;
+  });
 
-  app.patch<{ Params: Static<typeof FrameParams>; Body: Record<string, unknown> }>(
+  app.patch<{ Params: { fid: string }; Body: Record<string, unknown> }>(
     AUTO_MODE,
-    { onRequest: scoped("PATCH", AUTO_MODE), schema: { params: FrameParams, body: FramePatch } },
+    routeOptions("PATCH", AUTO_MODE),
     async (request, reply) => {
       const fid = request.params.fid;
       const ifMatch = request.headers["if-match"];
@@ -151,9 +136,9 @@ export function registerAutoModeRoutes(ctx: AutoRouteContext): void {
   );
 
   const AUDITS = "/api/v1/frames/:fid/auto-audits";
-  app.get<{ Params: Static<typeof FrameParams>; Querystring: Static<typeof AuditsQuery> }>(
+  app.get<{ Params: { fid: string }; Querystring: { subject_kind?: SubjectKind; before?: number; limit?: number } }>(
     AUDITS,
-    { onRequest: scoped("GET", AUDITS), schema: { params: FrameParams, querystring: AuditsQuery } },
+    routeOptions("GET", AUDITS),
     async (request) =>
       listFrameAudits(store.log, request.params.fid, {
         limit: request.query.limit ?? 50,
@@ -163,42 +148,28 @@ export function registerAutoModeRoutes(ctx: AutoRouteContext): void {
   );
 
   const VERSION = "/api/v1/artifacts/versions/:version_id";
-  app.get<{ Params: { version_id: string } }>(
-    VERSION,
-    {
-      onRequest: scoped("GET", VERSION),
-      schema: { params: Type.Object({ version_id: Type.String({ minLength: 1, maxLength: 256 }) }) },
-    },
-    async (request, reply) => {
-      const version = await readArtifactVersion(store, request.params.version_id);
-      // Frozen bytes, never rendered by a browser on this origin (an Artifact may be HTML).
-      void reply
-        .header("content-type", "application/octet-stream")
-        .header("content-disposition", "attachment")
-        .header("x-content-type-options", "nosniff")
-        .header("cache-control", "private, max-age=31536000, immutable")
-        .header("etag", `"${version.checksum}"`)
-        .header("repr-digest", `sha-256=:${base64OfDigest(version.checksum)}:`)
-        .header("x-asp-checksum", version.checksum)
-        .header("x-asp-artifact-id", encodeURIComponent(version.artifact_id))
-        .header("x-asp-candidate-id", version.sources[0]?.candidate_id ?? "");
-      return reply.send(Buffer.from(version.bytes));
-    },
-  );
+  app.get<{ Params: { version_id: string } }>(VERSION, routeOptions("GET", VERSION), async (request, reply) => {
+    const version = await readArtifactVersion(store, request.params.version_id);
+    // Frozen bytes, never rendered by a browser on this origin (an Artifact may be HTML).
+    void reply
+      .header("content-type", "application/octet-stream")
+      .header("content-disposition", "attachment")
+      .header("x-content-type-options", "nosniff")
+      .header("cache-control", "private, max-age=31536000, immutable")
+      .header("etag", `"${version.checksum}"`)
+      .header("repr-digest", `sha-256=:${base64OfDigest(version.checksum)}:`)
+      .header("x-asp-checksum", version.checksum)
+      .header("x-asp-artifact-id", encodeURIComponent(version.artifact_id))
+      .header("x-asp-candidate-id", version.sources[0]?.candidate_id ?? "");
+    return reply.send(Buffer.from(version.bytes));
+  });
 
   const RUN = "/api/v1/auto-runs/:run_id";
-  app.get<{ Params: { run_id: string } }>(
-    RUN,
-    {
-      onRequest: scoped("GET", RUN),
-      schema: { params: Type.Object({ run_id: Type.String({ pattern: "^sha256:[0-9a-f]{64}$" }) }) },
-    },
-    async (request) => {
-      const runId = request.params.run_id;
-      if ((await readRunFacts(store.log, runId)).length === 0) {
-        throw new ServerError("ASP_SERVER_UNKNOWN_RUN", `no Auto Run ${runId} in this store`);
-      }
-      return loadAutoRunProjection(store, runId);
-    },
-  );
+  app.get<{ Params: { run_id: string } }>(RUN, routeOptions("GET", RUN), async (request) => {
+    const runId = request.params.run_id;
+    if ((await readRunFacts(store.log, runId)).length === 0) {
+      throw new ServerError("ASP_SERVER_UNKNOWN_RUN", `no Auto Run ${runId} in this store`);
+    }
+    return loadAutoRunProjection(store, runId);
+  });
 }

@@ -14,6 +14,8 @@ import { AspError, type AspErrorOptions, isAspError } from "@asp/contracts";
  * - `ASP_SERVER_UNKNOWN_RUN` (404): no Auto Run with this id in the host's store (input).
  * - `ASP_SERVER_PRECONDITION_FAILED` (412): an `If-Match` that names another version of the
  *   resource than the one stored (GET it again) (input).
+ * - `ASP_SERVER_RATE_LIMITED` (429): more requests from this token (or, without one, this
+ *   address) than the server's rate allows in its window; `Retry-After` says when (input).
  * - `ASP_SERVER_BUSY` (503): as many event streams are open as the server allows (input).
  * - `ASP_SERVER_BAD_REQUEST` (400): the body, query or path does not match the route's schema, or
  *   is not JSON (input).
@@ -38,6 +40,7 @@ export type ServerErrorCode =
   | "ASP_SERVER_UNKNOWN_RUN"
   | "ASP_SERVER_PRECONDITION_FAILED"
   | "ASP_SERVER_BUSY"
+  | "ASP_SERVER_RATE_LIMITED"
   | "ASP_SERVER_BAD_REQUEST"
   | "ASP_SERVER_BODY_TOO_LARGE"
   | "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE"
@@ -53,6 +56,7 @@ export const SERVER_ERROR_CODES: readonly ServerErrorCode[] = [
   "ASP_SERVER_UNKNOWN_RUN",
   "ASP_SERVER_PRECONDITION_FAILED",
   "ASP_SERVER_BUSY",
+  "ASP_SERVER_RATE_LIMITED",
   "ASP_SERVER_BAD_REQUEST",
   "ASP_SERVER_BODY_TOO_LARGE",
   "ASP_SERVER_UNSUPPORTED_MEDIA_TYPE",
@@ -68,6 +72,7 @@ const STATUS: Readonly<Record<ServerErrorCode, number>> = {
   ASP_SERVER_UNKNOWN_RUN: 404,
   ASP_SERVER_PRECONDITION_FAILED: 412,
   ASP_SERVER_BUSY: 503,
+  ASP_SERVER_RATE_LIMITED: 429,
   ASP_SERVER_BAD_REQUEST: 400,
   ASP_SERVER_BODY_TOO_LARGE: 413,
   ASP_SERVER_UNSUPPORTED_MEDIA_TYPE: 415,

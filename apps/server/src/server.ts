@@ -1,13 +1,25 @@
+import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CALL_SITES, type CallSite, type ServerScope } from "@asp/contracts";
+import type { CallSite, ServerScope } from "@asp/contracts";
 import { type ComposedHost, listReceipts, showReceipt, verifyReceipts } from "@asp/ths";
-import { type Static, Type } from "@sinclair/typebox";
+import rateLimit from "@fastify/rate-limit";
+import type { Static } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authorize, checkTokens, type ServerToken } from "./auth.js";
 import { registerAutoModeRoutes, type ServerAutoMode } from "./auto-routes.js";
 import { answerOf, ServerError } from "./errors.js";
+import { openApiDocument } from "./openapi.js";
+import { SERVER_ROUTES } from "./routes.js";
+import { type EvaluateBody, ROUTE_SCHEMAS } from "./schemas.js";
 import { openStream } from "./stream.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The scope a token needs for the route (SERVER_ROUTES), checked on every request. */
+    aspScope?: ServerScope;
+  }
+}
 
 /** How `createServer` is set up. Everything here is trusted configuration, never a client's. */
 export interface ServerOptions {
@@ -27,96 +39,18 @@ export interface ServerOptions {
    */
   readonly autoMode?: ServerAutoMode;
   /** The event stream: how often it looks for new facts (ms, default 200), keep-alive (ms, default 15,000), open streams at most (default 32). */
+  /**
+   * Requests per token (per address for a request without one) in one window: `max` (default
+   * 1,200) in `windowMs` (default 60,000). Past it a request is `429 ASP_SERVER_RATE_LIMITED`
+   * with `Retry-After`.
+   */
+  readonly rateLimit?: { readonly max?: number; readonly windowMs?: number };
   readonly stream?: {
     readonly pollMs?: number;
     readonly keepAliveMs?: number;
     readonly maxStreams?: number;
   };
 }
-
-/** One route of the server: method, path (Fastify syntax) and the scope a token needs. */
-export interface ServerRoute {
-  readonly method: "GET" | "POST" | "PATCH";
-  readonly path: string;
-  readonly scope: ServerScope;
-  readonly summary: string;
-}
-
-/**
- * Every route the server answers, exactly: a test holds the server to this table, and any other
- * path (an unversioned or alias one included) is a 404 `ASP_SERVER_NOT_FOUND`.
- */
-export const SERVER_ROUTES: readonly ServerRoute[] = [
-  { method: "GET", path: "/api/v1/status", scope: "read", summary: "providers, their health and the host" },
-  { method: "GET", path: "/api/v1/capabilities", scope: "read", summary: "what each provider can do" },
-  { method: "GET", path: "/api/v1/repositories", scope: "read", summary: "the repository names a client may use" },
-  {
-    method: "POST",
-    path: "/api/v1/repositories/:name/evaluate",
-    scope: "evaluate",
-    summary: "decide on a repository at a call-site; a receipt is written before the answer",
-  },
-  { method: "GET", path: "/api/v1/receipts", scope: "read", summary: "receipts, newest first (limit, before)" },
-  { method: "GET", path: "/api/v1/receipts/head", scope: "read", summary: "the store's head (seq, digest)" },
-  { method: "GET", path: "/api/v1/receipts/verify", scope: "read", summary: "walk the chain and every receipt" },
-  { method: "GET", path: "/api/v1/receipts/:id", scope: "read", summary: "one receipt and its envelope" },
-  {
-    method: "GET",
-    path: "/api/v1/frames/:fid/auto-mode",
-    scope: "read",
-    summary: "a frame's stored Auto Mode settings and the configuration they resolve to",
-  },
-  {
-    method: "PATCH",
-    path: "/api/v1/frames/:fid/auto-mode",
-    scope: "admin",
-    summary: "merge-patch a frame's Auto Mode settings (RFC 7396; budgets only tighten; Stage 2)",
-  },
-  {
-    method: "GET",
-    path: "/api/v1/frames/:fid/auto-audits",
-    scope: "read",
-    summary: "a frame's committed audit events, newest first (subject_kind, before, limit)",
-  },
-  {
-    method: "GET",
-    path: "/api/v1/artifacts/versions/:version_id",
-    scope: "read",
-    summary: "the frozen bytes of one Artifact version, with checksum headers",
-  },
-  { method: "GET", path: "/api/v1/auto-runs/:run_id", scope: "read", summary: "an Auto Run's projection" },
-  {
-    method: "GET",
-    path: "/api/v1/events",
-    scope: "read",
-    summary: "committed facts as server-sent events, resumable from Last-Event-ID (after, run_id)",
-  },
-];
-
-const Name = Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" });
-const EvaluateBody = Type.Object(
-  {
-    callSite: Type.Union(CALL_SITES.map((c) => Type.Literal(c))),
-    /** A git revision to diff against (default: the trusted base). Never an option: no leading `-`. */
-    base: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: "^(?!-)[A-Za-z0-9._/@{}^~-]+$" })),
-  },
-  { additionalProperties: false },
-);
-const ReceiptsQuery = Type.Object(
-  {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-    before: Type.Optional(Type.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: false },
-);
-
-const EventsQuery = Type.Object(
-  {
-    after: Type.Optional(Type.Integer({ minimum: 0 })),
-    run_id: Type.Optional(Type.String({ pattern: "^sha256:[0-9a-f]{64}$" })),
-  },
-  { additionalProperties: false },
-);
 
 /** A promise chain that runs one task at a time, in order: the store has one writer. */
 function oneAtATime(): <T>(task: () => Promise<T>) => Promise<T> {
@@ -196,6 +130,25 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     }
   });
 
+  // Bounded rates, counted per bearer token (by digest: the token itself is never kept) before
+  // anything else runs, so a flood of bad tokens is bounded too (per address).
+  await app.register(rateLimit, {
+    global: true,
+    max: options.rateLimit?.max ?? 1200,
+    timeWindow: options.rateLimit?.windowMs ?? 60_000,
+    keyGenerator: (request) => {
+      const header = request.headers.authorization;
+      return typeof header === "string" && header.length > 0
+        ? `token:${createHash("sha256").update(header).digest("hex")}`
+        : `address:${request.ip}`;
+    },
+    errorResponseBuilder: (_request, context) =>
+      new ServerError(
+        "ASP_SERVER_RATE_LIMITED",
+        `more than ${context.max} requests in ${context.after}: retry after the Retry-After header's seconds`,
+      ),
+  });
+
   app.setErrorHandler((error, _request, reply) => {
     const { status, body } = answerOf(error);
     void reply.status(status).send(body);
@@ -209,6 +162,11 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   const registered: string[] = [];
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) registered.push(`${method} ${route.url}`);
+    // The scope check runs after the rate limit's hook (added by its own onRoute, before this
+    // one), so requests with a bad token or none are counted too.
+    const scope = route.config?.aspScope;
+    if (scope === undefined) throw new Error(`route ${route.url} names no scope`);
+    route.onRequest = [route.onRequest ?? []].flat().concat(scoped(scope));
   });
 
   const scoped =
@@ -221,19 +179,24 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     if (route === undefined) throw new Error(`route ${method} ${path} is not in SERVER_ROUTES`);
     return route.scope;
   };
+  /** A route's options: the scope check of SERVER_ROUTES and exactly the schema of ROUTE_SCHEMAS. */
+  const routeOptions = (method: string, path: string) => {
+    const schema = ROUTE_SCHEMAS[`${method} ${path}`];
+    if (schema === undefined) throw new Error(`route ${method} ${path} has no ROUTE_SCHEMAS entry`);
+    return { config: { aspScope: scopeOf(method, path) }, schema };
+  };
   const get = (path: string, handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) =>
-    app.get(path, { onRequest: scoped(scopeOf("GET", path)) }, handler);
+    app.get(path, routeOptions("GET", path), handler);
 
   get("/api/v1/status", async () => host.status());
   get("/api/v1/capabilities", async () => host.capabilities());
   get("/api/v1/repositories", async () => ({ repositories: [...repositories.keys()] }));
+  const openapi = openApiDocument();
+  get("/api/v1/openapi.json", async () => openapi);
 
   app.post<{ Params: { name: string }; Body: Static<typeof EvaluateBody> }>(
     "/api/v1/repositories/:name/evaluate",
-    {
-      onRequest: scoped(scopeOf("POST", "/api/v1/repositories/:name/evaluate")),
-      schema: { params: Type.Object({ name: Name }), body: EvaluateBody },
-    },
+    routeOptions("POST", "/api/v1/repositories/:name/evaluate"),
     async (request) => {
       const repo = repositories.get(request.params.name);
       if (repo === undefined) {
@@ -252,9 +215,9 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     },
   );
 
-  app.get<{ Querystring: Static<typeof ReceiptsQuery> }>(
+  app.get<{ Querystring: { limit?: number; before?: number } }>(
     "/api/v1/receipts",
-    { onRequest: scoped(scopeOf("GET", "/api/v1/receipts")), schema: { querystring: ReceiptsQuery } },
+    routeOptions("GET", "/api/v1/receipts"),
     async (request) => {
       const limit = request.query.limit ?? 50;
       const rows = await listReceipts(host.store.log, limit, request.query.before);
@@ -266,10 +229,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   get("/api/v1/receipts/verify", async () => verifyReceipts(host.store.log));
   app.get<{ Params: { id: string } }>(
     "/api/v1/receipts/:id",
-    {
-      onRequest: scoped(scopeOf("GET", "/api/v1/receipts/:id")),
-      schema: { params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) }) },
-    },
+    routeOptions("GET", "/api/v1/receipts/:id"),
     async (request) => showReceipt(host.store.log, request.params.id),
   );
 
@@ -278,7 +238,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     store: host.store,
     autoMode: options.autoMode ?? {},
     serial,
-    scoped: (method, path) => scoped(scopeOf(method, path)),
+    routeOptions,
   });
 
   const streams = new Set<() => void>();
@@ -286,9 +246,9 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   app.addHook("preClose", async () => {
     for (const stop of streams) stop();
   });
-  app.get<{ Querystring: Static<typeof EventsQuery> }>(
+  app.get<{ Querystring: { after?: number; run_id?: string } }>(
     "/api/v1/events",
-    { onRequest: scoped(scopeOf("GET", "/api/v1/events")), schema: { querystring: EventsQuery } },
+    routeOptions("GET", "/api/v1/events"),
     async (request, reply) => {
       const last = request.headers["last-event-id"];
       if (last !== undefined && !/^\d{1,15}$/.test(String(last))) {
