@@ -63,7 +63,7 @@ describe("asp status", () => {
       expect(launches()).toBe(1);
     });
 
-    it("H8.2 host §8: `asp gate` run three times against an erroring provider quarantines it, and status shows it", async () => {
+    it("H8.2 host §8: `asp gate` run three times against an erroring provider quarantines it, status shows it, and `asp quarantine reset` lifts it", async () => {
       const { dir, config, repo, launches } = installation("fake-error");
       for (let run = 1; run <= 3; run++) {
         // Each run is its own process: only the store carries health from one to the next.
@@ -96,6 +96,31 @@ describe("asp status", () => {
         providerState: "quarantined",
       });
       expect(launches()).toBe(3);
+
+      // The operator lifts it once the cause is gone: recorded, and the next gate launches it again.
+      const reset = runBinary(["quarantine", "reset", "fake-error", "--config", config], dir);
+      expect(reset.code, reset.stderr).toBe(EXIT.ok);
+      expect(reset.stdout).toMatch(
+        /fake-error: quarantine lifted \(cleared 3 consecutive failures, recorded at seq \d+\)/,
+      );
+      expect(launches()).toBe(3); // resetting launches nothing
+      const lifted = JSON.parse((await runInProcess(["status", "--json", "--config", config], { cwd: dir })).stdout)
+        .host.status.providers[0];
+      expect(lifted).toMatchObject({ health: { consecutiveFailures: 0, quarantined: false }, outcomes: { error: 3 } });
+      const fifth = await runInProcess(["gate", "--json", "--config", config, "--repo", repo], { cwd: dir });
+      expect(JSON.parse(fifth.stdout).coverage.degraded[0]).toMatchObject({
+        provider: "fake-error",
+        reason: "errored",
+      });
+      expect(launches()).toBe(4);
+      const again = await runInProcess(["quarantine", "reset", "fake-error", "--json", "--config", config], {
+        cwd: dir,
+      });
+      expect(JSON.parse(again.stdout)).toMatchObject({ provider: "fake-error", lifted: false, seq: null });
+      const unknown = await runInProcess(["quarantine", "reset", "nope", "--config", config], { cwd: dir });
+      expect(unknown.code).toBe(EXIT.usage);
+      expect(unknown.stderr).toContain("ASP_THS_UNKNOWN_PROVIDER");
+      expect(unknown.stderr).toContain("it runs fake-error");
     }, 120_000); // real `asp` processes on a shared, loaded machine
   });
 

@@ -93,6 +93,7 @@ export class ServerError extends AspError<ServerErrorCode> {
 /** Host codes with a status of their own; every other input error of the host is a 400. */
 const HOST_STATUS: Readonly<Record<string, number>> = {
   ASP_THS_RECEIPT_NOT_FOUND: 404,
+  ASP_THS_UNKNOWN_PROVIDER: 404,
   ASP_THS_TRUSTED_BASE_MOVED: 409,
   ASP_AUTO_MODE_VERSION_NOT_FOUND: 404,
   ASP_AUTO_MODE_VERSION_AMBIGUOUS: 409,

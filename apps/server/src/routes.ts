@@ -15,6 +15,12 @@ export interface ServerRoute {
 export const SERVER_ROUTES: readonly ServerRoute[] = [
   { method: "GET", path: "/api/v1/status", scope: "read", summary: "providers, their health and the host" },
   { method: "GET", path: "/api/v1/capabilities", scope: "read", summary: "what each provider can do" },
+  {
+    method: "POST",
+    path: "/api/v1/providers/:id/quarantine/reset",
+    scope: "admin",
+    summary: "lift a provider's quarantine (recorded with the token id); it launches again on the next request",
+  },
   { method: "GET", path: "/api/v1/repositories", scope: "read", summary: "the repository names a client may use" },
   {
     method: "POST",

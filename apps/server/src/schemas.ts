@@ -55,6 +55,11 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchema>> = {
   "GET /api/v1/status": {},
   "GET /api/v1/capabilities": {},
   "GET /api/v1/repositories": {},
+  "POST /api/v1/providers/:id/quarantine/reset": {
+    params: Type.Object({
+      id: Type.String({ pattern: "^[A-Za-z0-9][A-Za-z0-9._@/-]{0,127}$", description: "a provider id" }),
+    }),
+  },
   "POST /api/v1/repositories/:name/evaluate": { params: Type.Object({ name: Name }), body: EvaluateBody },
   "GET /api/v1/receipts": {
     querystring: Type.Object({ limit: Type.Optional(Limit), before: Type.Optional(Before) }, Closed),
@@ -106,6 +111,16 @@ const json = (description: string, schema?: SchemaName | TSchema): RouteAnswer =
 export const ROUTE_ANSWERS: Readonly<Record<string, RouteAnswer>> = {
   "GET /api/v1/status": json("providers, their lifecycle state and health", "host-status"),
   "GET /api/v1/capabilities": json("what each provider can do"),
+  "POST /api/v1/providers/:id/quarantine/reset": json(
+    "what the reset did (`lifted` false: it was not quarantined, nothing written) and the provider's status",
+    Type.Object({
+      provider: Type.String(),
+      lifted: Type.Boolean(),
+      clearedFailures: Type.Union([Type.Integer(), Type.Null()]),
+      seq: Type.Union([Type.Integer(), Type.Null()]),
+      status: Type.Object({}),
+    }),
+  ),
   "GET /api/v1/repositories": json(
     "the repository names a client may use",
     Type.Object({ repositories: Type.Array(Type.String()) }),

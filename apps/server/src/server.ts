@@ -19,6 +19,10 @@ declare module "fastify" {
     /** The scope a token needs for the route (SERVER_ROUTES), checked on every request. */
     aspScope?: ServerScope;
   }
+  interface FastifyRequest {
+    /** The id of the token the request was authorized with (set by the scope check). */
+    aspTokenId: string | null;
+  }
 }
 
 /** How `createServer` is set up. Everything here is trusted configuration, never a client's. */
@@ -172,7 +176,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
   const scoped =
     (scope: ServerScope) =>
     async (request: FastifyRequest): Promise<void> => {
-      authorize(request.headers.authorization, tokens, scope);
+      request.aspTokenId = authorize(request.headers.authorization, tokens, scope).id;
     };
   const scopeOf = (method: string, path: string): ServerScope => {
     const route = SERVER_ROUTES.find((r) => r.method === method && r.path === path);
@@ -190,6 +194,16 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
 
   get("/api/v1/status", async () => host.status());
   get("/api/v1/capabilities", async () => host.capabilities());
+  app.decorateRequest("aspTokenId", null);
+  app.post<{ Params: { id: string } }>(
+    "/api/v1/providers/:id/quarantine/reset",
+    routeOptions("POST", "/api/v1/providers/:id/quarantine/reset"),
+    async (request) => {
+      const id = request.params.id;
+      const reset = await serial(() => host.resetQuarantine(id, `token:${request.aspTokenId ?? "unknown"}`));
+      return { ...reset, status: host.status().providers.find((p) => p.id === id) ?? null };
+    },
+  );
   get("/api/v1/repositories", async () => ({ repositories: [...repositories.keys()] }));
   const openapi = openApiDocument();
   get("/api/v1/openapi.json", async () => openapi);

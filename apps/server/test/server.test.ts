@@ -21,6 +21,7 @@ afterAll(async () => {
 const urlOf = (path: string): string =>
   path
     .replace(":name", "demo")
+    .replace("/providers/:id/", "/providers/asp.provider-secrets/")
     .replace(":id", "nosuchreceipt")
     .replace(":fid", "f1")
     .replace(":version_id", "v0")
@@ -194,6 +195,28 @@ describe("@asp/server routes (issue 28)", () => {
       expect(big.statusCode).toBe(413);
       expect(big.json().code).toBe("ASP_SERVER_BODY_TOO_LARGE");
     });
+  });
+
+  it("POST …/providers/{id}/quarantine/reset is admin only; a provider that is not quarantined is left as it is; an unknown one is 404", async () => {
+    const url = (id: string) => `/api/v1/providers/${id}/quarantine/reset`;
+    const head = (await app.inject({ url: "/api/v1/receipts/head", headers: bearer("reader") })).json();
+    const ok = await app.inject({ method: "POST", url: url("asp.provider-secrets"), headers: bearer("admin") });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({
+      provider: "asp.provider-secrets",
+      lifted: false,
+      clearedFailures: null,
+      seq: null,
+    });
+    expect(ok.json().status).toMatchObject({ id: "asp.provider-secrets" });
+    expect((await app.inject({ url: "/api/v1/receipts/head", headers: bearer("reader") })).json()).toEqual(head);
+    const unknown = await app.inject({ method: "POST", url: url("asp.nope"), headers: bearer("admin") });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().code).toBe("ASP_THS_UNKNOWN_PROVIDER");
+    expect(
+      (await app.inject({ method: "POST", url: url("asp.provider-secrets"), headers: bearer("reader") })).statusCode,
+    ).toBe(403);
+    expect((await app.inject({ method: "POST", url: url("..%2Fx"), headers: bearer("admin") })).statusCode).toBe(400);
   });
 
   it("no answer carries a configured token, its digest or the store's location", async () => {

@@ -14,6 +14,8 @@ import { AspError, type AspErrorOptions } from "@asp/contracts";
  *   missing repository directory) (input).
  * - `ASP_THS_CLOSED`: the host was used after `close()` (internal).
  * - `ASP_THS_RECEIPT_NOT_FOUND`: no receipt with that id in the store (input).
+ * - `ASP_THS_UNKNOWN_PROVIDER`: `Host.resetQuarantine` was given a provider id the host does not
+ *   run (`data.provider`, `data.known`) (input).
  * - `ASP_THS_BAD_RECEIPT`: a stored audit or apply receipt does not validate, so the dogfood report
  *   refuses rather than skip it (`asp receipts verify` says more) (input).
  * - `ASP_THS_BAD_LABELS`: a dogfood labelled set is not an object of `"tp"` / `"fp"` labels (input).
@@ -57,6 +59,7 @@ export type ThsErrorCode =
   | "ASP_THS_BAD_REQUEST"
   | "ASP_THS_CLOSED"
   | "ASP_THS_RECEIPT_NOT_FOUND"
+  | "ASP_THS_UNKNOWN_PROVIDER"
   | "ASP_THS_BAD_LABELS"
   | "ASP_THS_BAD_RECEIPT"
   | "ASP_THS_BAD_BASELINE"
@@ -80,6 +83,7 @@ export const THS_ERROR_CODES: readonly ThsErrorCode[] = [
   "ASP_THS_BAD_REQUEST",
   "ASP_THS_CLOSED",
   "ASP_THS_RECEIPT_NOT_FOUND",
+  "ASP_THS_UNKNOWN_PROVIDER",
   "ASP_THS_BAD_LABELS",
   "ASP_THS_BAD_RECEIPT",
   "ASP_THS_BAD_BASELINE",

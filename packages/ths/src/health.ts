@@ -22,6 +22,8 @@ export interface ProviderIdentity {
 
 /** Fact kind of a persisted {@link ProviderHealthRecord} in the evidence fact log. */
 export const HEALTH_FACT_KIND = "ths.health";
+/** Fact kind of an operator's quarantine reset, appended with the provider's cleared health. */
+export const QUARANTINE_RESET_FACT_KIND = "ths.quarantine-reset";
 
 /** How many of the latest successful-run latencies are kept (in memory and in the store) for p50/p95. */
 export const LATENCY_SAMPLES = 64;
@@ -187,6 +189,19 @@ export class ProviderHealth {
   failed(failClass: FailClass): boolean {
     this.outcomes[outcomeOfFailure(failClass)]++;
     return QUARANTINE_FAILURES.has(failClass) ? this.countFailure() : false;
+  }
+
+  /**
+   * Lift the quarantine (an operator's reset): the provider may launch again and its consecutive
+   * failures start from zero; every other figure is kept. Returns the failures it had, or null
+   * when it was not quarantined (nothing changes).
+   */
+  liftQuarantine(): number | null {
+    if (!this.quarantinedValue) return null;
+    const had = this.failures;
+    this.quarantinedValue = false;
+    this.failures = 0;
+    return had;
   }
 
   /** A provider that initialized before was launched again. */

@@ -25,6 +25,7 @@ import { decide, type FailOpen, type ProviderEvaluation, type RequirementFailure
 import { inject, injectable } from "./di.js";
 import { ThsError } from "./errors.js";
 import { type Binding, FreshnessAuthority } from "./freshness.js";
+import { QUARANTINE_RESET_FACT_KIND } from "./health.js";
 import { type LaunchRecord, ProviderLauncher } from "./launcher.js";
 import { candidatePolicyFailures } from "./policy-change.js";
 import {
@@ -99,6 +100,17 @@ interface Evaluated {
 }
 
 /** `host/capabilities`: per capability family, the providers offering it and their state. */
+/** What {@link Host.resetQuarantine} did. */
+export interface QuarantineReset {
+  readonly provider: string;
+  /** False when the provider was not quarantined: nothing changed and nothing was written. */
+  readonly lifted: boolean;
+  /** The consecutive failures the reset cleared (null when nothing was lifted). */
+  readonly clearedFailures: number | null;
+  /** The seq of the recorded reset (null when nothing was lifted). */
+  readonly seq: number | null;
+}
+
 export type HostCapabilities = Record<CapabilityFamily, Array<{ readonly id: string; readonly state: ProviderState }>>;
 
 /**
@@ -488,6 +500,42 @@ export class Host {
   private recordTail(ms: number): void {
     this.tails.push(ms);
     if (this.tails.length > 8) this.tails.shift();
+  }
+
+  /**
+   * Lift a provider's quarantine (host §8): an operator's reset, after the cause (a slow start on
+   * a loaded machine, a fixed plugin) is gone. The provider launches again on the next request,
+   * its consecutive failures from zero; its other figures are kept. The reset (who asked, and
+   * the failures it cleared) and the cleared health are appended in one synced batch before this
+   * resolves. A provider that is not quarantined is left as it is and nothing is written.
+   *
+   * @param by Who asked (a token id, an operator's name): recorded with the reset.
+   * @throws ThsError `ASP_THS_UNKNOWN_PROVIDER` (`data.provider`, `data.known`) for an id the host
+   *   does not run; `ASP_THS_INTERNAL` when the provider's stored health cannot be read.
+   */
+  async resetQuarantine(providerId: string, by: string): Promise<QuarantineReset> {
+    const sup = this.supervisors.find((s) => s.id === providerId);
+    if (sup === undefined) {
+      const known = this.supervisors.map((s) => s.id);
+      throw new ThsError(
+        "ASP_THS_UNKNOWN_PROVIDER",
+        `the host runs no provider ${JSON.stringify(providerId)}; it runs ${known.join(", ") || "none"}`,
+        {
+          data: { provider: providerId, known },
+        },
+      );
+    }
+    const had = await sup.liftQuarantine();
+    if (had === null) return { provider: providerId, lifted: false, clearedFailures: null, seq: null };
+    const [entry] = await this.log.append([
+      {
+        kind: QUARANTINE_RESET_FACT_KIND,
+        record: { $$type: "@asp/QuarantineReset", version: 1, provider: { ...sup.identity }, by, clearedFailures: had },
+        index: [{ name: "provider", value: providerId }],
+      },
+      ...sup.healthFacts(),
+    ]);
+    return { provider: providerId, lifted: true, clearedFailures: had, seq: entry?.seq ?? null };
   }
 
   /** `host/status`: per-provider and per-family state, health, latency, timeouts and coverage. */

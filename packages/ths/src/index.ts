@@ -55,7 +55,7 @@ export type { Binding, IssueOptions } from "./freshness.js";
 export { FreshnessAuthority, freshnessMismatch, trustedBaseKey } from "./freshness.js";
 export type { HealthSubject, ProviderIdentity, ReadHealthStatusParams } from "./health.js";
 export { readHealthStatus } from "./health.js";
-export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent } from "./host.js";
+export type { EvaluateOptions, EvaluateResult, HostCapabilities, ProgressEvent, QuarantineReset } from "./host.js";
 export { Host } from "./host.js";
 export type { HostChecksOptions } from "./host-checks.js";
 export { committedTree, createHostChecks, gatingFindings } from "./host-checks.js";

@@ -26,6 +26,7 @@ import {
 } from "@asp/protocol";
 import type { Budgets, SupervisorTimings } from "./budgets.js";
 import { type ContentView, RequestScope } from "./content.js";
+import { ThsError } from "./errors.js";
 import { freshnessMismatch } from "./freshness.js";
 import { loadHealth, outcomeOfAssessment, ProviderHealth, type ProviderStatus } from "./health.js";
 import { type LaunchRecord, PLAIN_SUBPROCESS, type ProviderLauncher } from "./launcher.js";
@@ -193,6 +194,11 @@ export class ProviderSupervisor {
     return this.provider.manifest.id;
   }
 
+  /** The pinned identity (id, version, digest) its health is kept under. */
+  get identity(): ProviderHealth["provider"] {
+    return this.health.provider;
+  }
+
   /** Current lifecycle state (DESIGN §6). */
   get state(): ProviderState {
     return this.stateValue;
@@ -233,6 +239,24 @@ export class ProviderSupervisor {
     }
     this.setState(state, family);
     return { kind: "failed" as const, failClass, detail, state, declaredSources: this.declaredSources };
+  }
+
+  /**
+   * Lift this provider's quarantine (an operator's reset): its stored health is read first (a
+   * quarantine not yet restored is still lifted), then it may launch again on the next request,
+   * its failure count from zero. Returns the failures it had, or null when it was not
+   * quarantined. The caller records the cleared health ({@link healthFacts}).
+   */
+  async liftQuarantine(): Promise<number | null> {
+    const unreadable = await this.restore();
+    if (unreadable !== null) {
+      throw new ThsError("ASP_THS_INTERNAL", `the quarantine of ${this.id} cannot be lifted: ${unreadable}`, {
+        data: { provider: this.id },
+      });
+    }
+    const had = this.health.liftQuarantine();
+    if (had !== null) this.setState("exited");
+    return had;
   }
 
   /** host §8: stop the session and launch nothing more for this identity. */

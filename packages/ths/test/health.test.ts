@@ -163,6 +163,57 @@ describe("health", () => {
       expect(launches(log)).toBe(4);
     });
 
+    it("host §8: an operator's resetQuarantine lifts a stored quarantine, recorded with who asked; the provider launches again", async () => {
+      const store = storeDir();
+      const repo = tempRepo();
+      const { m, log } = logged("fake-error");
+      for (let run = 1; run <= 2; run++) await oneShotGate(store, m, 2, repo);
+      expect(launches(log)).toBe(2);
+      const host = await composeHost({
+        store,
+        policy: policyFor([m], { quarantineAfterFailures: 2 }),
+        providers: [m],
+        clock: fakeClock,
+        failOpenSink: { log: () => {} },
+      });
+      try {
+        await expect(host.resetQuarantine("no.such.provider", "ops")).rejects.toMatchObject({
+          code: "ASP_THS_UNKNOWN_PROVIDER",
+          data: { known: [m.id] },
+        });
+        // The stored quarantine is lifted even before this host read it.
+        const reset = await host.resetQuarantine(m.id, "ops");
+        expect(reset).toMatchObject({ provider: m.id, lifted: true, clearedFailures: 2 });
+        const entry = await host.store.log.read(reset.seq as number);
+        expect(entry).toMatchObject({
+          kind: "ths.quarantine-reset",
+          record: { provider: { id: m.id }, by: "ops", clearedFailures: 2 },
+        });
+        // The cleared health is in the same batch: the next entry.
+        expect(await host.store.log.read((reset.seq as number) + 1)).toMatchObject({
+          kind: HEALTH_FACT_KIND,
+          record: { quarantined: false, consecutiveFailures: 0, outcomes: { error: 2 } },
+        });
+        expect(host.status().providers[0]?.state).not.toBe("quarantined");
+        // Not quarantined any more: a second reset changes nothing and writes nothing.
+        const head = await host.store.log.head();
+        expect(await host.resetQuarantine(m.id, "ops")).toEqual({
+          provider: m.id,
+          lifted: false,
+          clearedFailures: null,
+          seq: null,
+        });
+        expect(await host.store.log.head()).toEqual(head);
+      } finally {
+        await host.close();
+      }
+      // A later one-shot run launches it again, and counts from zero.
+      const again = await oneShotGate(store, m, 2, repo);
+      expect(again.envelope.coverage.degraded[0]).toMatchObject({ provider: m.id, reason: "errored" });
+      expect(again.status?.health).toMatchObject({ consecutiveFailures: 1, quarantined: false });
+      expect(launches(log)).toBe(3);
+    });
+
     it("H2.3 host §2: unsupported, incomplete and partial answers accumulate as their own kinds and never quarantine", async () => {
       const store = storeDir();
       const repo = tempRepo();

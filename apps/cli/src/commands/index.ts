@@ -9,12 +9,13 @@ import { registerCheck, registerGate, registerReceipts, registerSweep } from "./
 import { registerPlugin } from "./plugin.js";
 import { registerPolicy } from "./policy.js";
 import { registerWorker } from "./queue.js";
-import { registerStatus } from "./status.js";
+import { registerQuarantine, registerStatus } from "./status.js";
 import { registerStore } from "./store.js";
 
 /** Every `asp` subcommand, in help order. A new command adds one line here. */
 export const COMMANDS: ReadonlyArray<(program: Command, ctx: CliContext) => void> = [
   registerStatus,
+  registerQuarantine,
   registerCheck,
   registerGate,
   registerSweep,

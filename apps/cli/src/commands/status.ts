@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { type HostStatus, isAspError, SCHEMA_NAMES } from "@asp/contracts";
 import type { ActivePolicy } from "@asp/policy";
@@ -10,7 +11,7 @@ import { EXIT } from "../exit-codes.js";
 import { findHostConfig } from "../host-config.js";
 import { inert } from "../terminal.js";
 import { CONFIG_OPTION_HELP, hostFromConfig, readHostConfig, trustedPolicy } from "./host.js";
-import { openForReading } from "./store.js";
+import { openForReading, openForWriting, parseWait, WAIT_OPTION_HELP } from "./store.js";
 
 /** One problem that makes the trusted policy unusable, with its stable code. */
 export interface PolicyProblemReport {
@@ -183,5 +184,46 @@ export function registerStatus(program: Command, ctx: CliContext): void {
       ];
       ctx.print(lines.join("\n"), report);
       if (report.policy !== null && !report.policy.valid) ctx.setExit(EXIT.usage);
+    });
+}
+
+/**
+ * `asp quarantine reset ID`: lift a provider's quarantine in the configured store (host §8), once
+ * its cause is gone. Composes the host without launching a provider, records the reset (by
+ * `cli:<user>`) with the cleared health, and prints what it did. A server holding the store
+ * answers `POST /api/v1/providers/{id}/quarantine/reset` instead.
+ */
+export function registerQuarantine(program: Command, ctx: CliContext): void {
+  const quarantine = program.command("quarantine").description("lift a provider's quarantine (host §8)");
+  quarantine
+    .command("reset <provider-id>")
+    .description(
+      "lift the provider's quarantine once its cause is gone: recorded in the store, and it launches again on the next run",
+    )
+    .option("--config <path>", CONFIG_OPTION_HELP)
+    .option("--wait <seconds>", WAIT_OPTION_HELP)
+    .action(async (id: string, flags: { config?: string; wait?: string }) => {
+      const config = readHostConfig(ctx, flags.config);
+      const store = await openForWriting(ctx, "quarantine reset", config.store, parseWait(flags.wait));
+      try {
+        const host = await hostFromConfig(ctx, config, { store, warm: false });
+        try {
+          let who = "unknown";
+          try {
+            who = userInfo().username;
+          } catch {
+            // No user name on this system: recorded as unknown.
+          }
+          const reset = await host.resetQuarantine(id, `cli:${who}`);
+          const text = reset.lifted
+            ? `${inert(id)}: quarantine lifted (cleared ${reset.clearedFailures} consecutive failures, recorded at seq ${reset.seq}); it launches again on the next run`
+            : `${inert(id)}: not quarantined; nothing changed`;
+          ctx.print(text, reset);
+        } finally {
+          await host.close();
+        }
+      } finally {
+        await store.close();
+      }
     });
 }
