@@ -1,4 +1,10 @@
-import { listFrameAudits, loadAutoRunProjection, readArtifactVersion, readRunFacts } from "@asp/auto-mode";
+import {
+  listAutoRuns,
+  listFrameAudits,
+  loadAutoRunProjection,
+  readArtifactVersion,
+  readRunFacts,
+} from "@asp/auto-mode";
 import type { ServerScope, SubjectKind } from "@asp/contracts";
 import type { Store } from "@asp/evidence";
 import {
@@ -163,6 +169,32 @@ export function registerAutoModeRoutes(ctx: AutoRouteContext): void {
       .header("x-asp-candidate-id", version.sources[0]?.candidate_id ?? "");
     return reply.send(Buffer.from(version.bytes));
   });
+
+  const RUNS = "/api/v1/auto-runs";
+  app.get<{ Querystring: { root_frame_id?: string; before?: number; limit?: number } }>(
+    RUNS,
+    routeOptions("GET", RUNS),
+    async (request) => {
+      const page = await listAutoRuns(store.log, {
+        limit: request.query.limit ?? 20,
+        ...(request.query.root_frame_id === undefined ? {} : { rootFrameId: request.query.root_frame_id }),
+        ...(request.query.before === undefined ? {} : { before: request.query.before }),
+      });
+      // Each row's label is its projection's, from the durable records (never a cached badge).
+      const runs = [];
+      for (const row of page.runs) {
+        const p = await loadAutoRunProjection(store, row.run_id);
+        runs.push({
+          ...row,
+          state: p.state,
+          terminal_reason: p.terminal_reason,
+          user_truth: p.user_truth,
+          label: p.label,
+        });
+      }
+      return { runs, next: page.next };
+    },
+  );
 
   const RUN = "/api/v1/auto-runs/:run_id";
   app.get<{ Params: { run_id: string } }>(RUN, routeOptions("GET", RUN), async (request) => {

@@ -56,6 +56,12 @@ export const SERVER_ROUTES: readonly ServerRoute[] = [
     scope: "read",
     summary: "the frozen bytes of one Artifact version, with checksum headers",
   },
+  {
+    method: "GET",
+    path: "/api/v1/auto-runs",
+    scope: "read",
+    summary: "Auto Runs, newest first, each with its label (root_frame_id, before, limit)",
+  },
   { method: "GET", path: "/api/v1/auto-runs/:run_id", scope: "read", summary: "an Auto Run's projection" },
   {
     method: "GET",

@@ -87,6 +87,16 @@ export const ROUTE_SCHEMAS: Readonly<Record<string, RouteSchema>> = {
       version_id: Type.String({ minLength: 1, maxLength: 256, description: "an Artifact version id" }),
     }),
   },
+  "GET /api/v1/auto-runs": {
+    querystring: Type.Object(
+      {
+        root_frame_id: Type.Optional(Fid),
+        before: Type.Optional(Before),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: "page size" })),
+      },
+      Closed,
+    ),
+  },
   "GET /api/v1/auto-runs/:run_id": { params: Type.Object({ run_id: RunId }) },
   "GET /api/v1/events": {
     querystring: Type.Object(
@@ -155,6 +165,13 @@ export const ROUTE_ANSWERS: Readonly<Record<string, RouteAnswer>> = {
     description:
       "the frozen bytes, with X-Asp-Checksum, Repr-Digest (RFC 9530), ETag, X-Asp-Artifact-Id and X-Asp-Candidate-Id",
   },
+  "GET /api/v1/auto-runs": json(
+    "runs newest first, each `{ seq, at, run_id, run, state, terminal_reason, user_truth, label }` from its projection",
+    Type.Object({
+      runs: Type.Array(Type.Object({ seq: Type.Integer(), run_id: Type.String(), label: Type.String() })),
+      next: Type.Union([Type.Integer(), Type.Null()]),
+    }),
+  ),
   "GET /api/v1/auto-runs/:run_id": json("the run's projection from its durable records"),
   "GET /api/v1/events": {
     status: 200,

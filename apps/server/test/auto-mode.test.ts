@@ -252,6 +252,28 @@ describe("the canonical Auto Mode routes", () => {
       expect(missing.json().code).toBe("ASP_AUTO_MODE_VERSION_NOT_FOUND");
     });
 
+    it("GET /api/v1/auto-runs lists runs newest first with the label their projection gives, by root frame", async () => {
+      const res = await get(on, "/api/v1/auto-runs?root_frame_id=frame-a");
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({
+        runs: [
+          {
+            seq: expect.any(Number),
+            at: expect.any(String),
+            run_id: runId,
+            run,
+            state: "verified",
+            terminal_reason: (await loadAutoRunProjection(env.host.store, runId)).terminal_reason,
+            user_truth: "Verified",
+            label: (await loadAutoRunProjection(env.host.store, runId)).label,
+          },
+        ],
+        next: null,
+      });
+      expect((await get(on, "/api/v1/auto-runs?root_frame_id=other")).json().runs).toEqual([]);
+      expect((await get(on, "/api/v1/auto-runs?limit=101")).statusCode).toBe(400);
+    });
+
     it("AM.portable.1: GET /api/v1/auto-runs/{run_id} is the one projection from the durable records", async () => {
       const res = await get(on, `/api/v1/auto-runs/${runId}`);
       expect(res.statusCode).toBe(200);

@@ -131,11 +131,13 @@ export { loadAutoRunProjection, projectAutoRun, projectionInputOf } from "./proj
 export type {
   ArtifactVersion,
   ArtifactVersionSource,
+  AutoRunQuery,
+  AutoRunRow,
   FrameAuditPage,
   FrameAuditQuery,
   FrameAuditRow,
 } from "./queries.js";
-export { listFrameAudits, readArtifactVersion } from "./queries.js";
+export { listAutoRuns, listFrameAudits, readArtifactVersion } from "./queries.js";
 export type {
   AttemptResult,
   BoundaryMark,

@@ -1,7 +1,8 @@
-import { type Candidate, type Digest, SUBJECT_KINDS, type SubjectKind } from "@asp/contracts";
+import { type Candidate, type Digest, type RunIdentity, SUBJECT_KINDS, type SubjectKind } from "@asp/contracts";
 import type { FactEntry, FactLog, ObjectStore } from "@asp/evidence";
 import { AUTO_FACT_KINDS, type AutoEvent, type RecordFact, RUN_ID_INDEX } from "./durable.js";
 import { AutoModeError } from "./errors.js";
+import { runIdOf } from "./identity.js";
 
 /** How many facts one page of a backwards scan reads. */
 const SCAN_PAGE = 256;
@@ -21,6 +22,24 @@ async function* newestFirst(log: Pick<FactLog, "list">, kind: string, before?: n
     if (page.length < SCAN_PAGE || last === undefined) return;
     cursor = last.seq;
   }
+}
+
+/**
+ * Check a page request: `limit` an integer from 1 to `max`, `before` (when given) a positive seq.
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` naming the field.
+ */
+function checkPage(limit: number, max: number, before: number | undefined): number {
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", `limit is an integer from 1 to ${max}`, {
+      data: { field: "limit" },
+    });
+  }
+  if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) {
+    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "before is a positive integer (a seq)", {
+      data: { field: "before" },
+    });
+  }
+  return limit;
 }
 
 /** What {@link listFrameAudits} is asked. */
@@ -65,17 +84,7 @@ export async function listFrameAudits(
   rootFrameId: string,
   query: FrameAuditQuery = {},
 ): Promise<FrameAuditPage> {
-  const limit = query.limit ?? 50;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) {
-    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "limit is an integer from 1 to 500", {
-      data: { field: "limit" },
-    });
-  }
-  if (query.before !== undefined && (!Number.isSafeInteger(query.before) || query.before < 1)) {
-    throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", "before is a positive integer (a seq)", {
-      data: { field: "before" },
-    });
-  }
+  const limit = checkPage(query.limit ?? 50, 500, query.before);
   if (query.subjectKind !== undefined && !SUBJECT_KINDS.includes(query.subjectKind)) {
     throw new AutoModeError("ASP_AUTO_MODE_INVALID_OPTION", `subject_kind is one of ${SUBJECT_KINDS.join(", ")}`, {
       data: { field: "subject_kind" },
@@ -92,6 +101,48 @@ export async function listFrameAudits(
   }
   const last = audits.at(-1);
   return { root_frame_id: rootFrameId, audits, next: audits.length === limit && last !== undefined ? last.seq : null };
+}
+
+/** What {@link listAutoRuns} is asked. */
+export interface AutoRunQuery {
+  /** Only the runs of this root frame. */
+  readonly rootFrameId?: string;
+  /** Only runs started before this seq (the `next` of an earlier page). */
+  readonly before?: number;
+  /** At most this many runs (1–100, default 20). */
+  readonly limit?: number;
+}
+
+/** One run as {@link listAutoRuns} lists it: where its `auto_run_started` committed, its id and identity. */
+export interface AutoRunRow {
+  readonly seq: number;
+  readonly at: string;
+  readonly run_id: string;
+  readonly run: RunIdentity;
+}
+
+/**
+ * The Auto Runs of a store, newest first, from their committed `auto_run_started` events
+ * (optionally of one root frame), paged by a `before` seq; `next` is the next page's cursor or null.
+ *
+ * @throws AutoModeError `ASP_AUTO_MODE_INVALID_OPTION` for a limit or cursor out of range.
+ *   EvidenceError `ASP_EVIDENCE_CHAIN_BROKEN` when the log does not verify.
+ */
+export async function listAutoRuns(
+  log: Pick<FactLog, "list">,
+  query: AutoRunQuery = {},
+): Promise<{ readonly runs: readonly AutoRunRow[]; readonly next: number | null }> {
+  const limit = checkPage(query.limit ?? 20, 100, query.before);
+  const runs: AutoRunRow[] = [];
+  for await (const entry of newestFirst(log, AUTO_FACT_KINDS.event, query.before)) {
+    const event = entry.record as unknown as { type?: unknown; run?: RunIdentity };
+    if (event.type !== "auto_run_started" || event.run === undefined) continue;
+    if (query.rootFrameId !== undefined && event.run.root_frame_id !== query.rootFrameId) continue;
+    runs.push({ seq: entry.seq, at: entry.at, run_id: runIdOf(event.run), run: event.run });
+    if (runs.length === limit) break;
+  }
+  const last = runs.at(-1);
+  return { runs, next: runs.length === limit && last !== undefined ? last.seq : null };
 }
 
 /** Where one Artifact version was committed: the candidate that names it. */

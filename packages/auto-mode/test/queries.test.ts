@@ -10,6 +10,7 @@ import {
   createAutoRunner,
   createScratchWorkspace,
   createScriptedEngine,
+  listAutoRuns,
   listFrameAudits,
   readArtifactVersion,
   readRunFacts,
@@ -135,6 +136,26 @@ describe("listFrameAudits", () => {
         data: { field },
       });
     }
+  });
+});
+
+describe("listAutoRuns", () => {
+  it("lists runs newest first from their committed start, by root frame, paged without gap or repeat", async () => {
+    const { store } = await setup();
+    const runs = [RUN, { ...RUN, root_frame_id: "frame-2" }, { ...RUN, execution_id: "exec-2" }];
+    for (const run of runs) await guardedRun(store, run);
+    const all = await listAutoRuns(store.log);
+    expect(all.runs.map((r) => r.run_id)).toEqual([...runs].reverse().map((r) => runIdOf(r)));
+    expect(all.runs[0]?.run).toEqual(runs[2]);
+    expect(all.next).toBeNull();
+    const frame1 = await listAutoRuns(store.log, { rootFrameId: "frame-1" });
+    expect(frame1.runs.map((r) => r.run.execution_id)).toEqual(["exec-2", "exec-1"]);
+    const first = await listAutoRuns(store.log, { limit: 2 });
+    expect(first.runs).toHaveLength(2);
+    const rest = await listAutoRuns(store.log, { limit: 2, before: first.next as number });
+    expect([...first.runs, ...rest.runs].map((r) => r.seq)).toEqual(all.runs.map((r) => r.seq));
+    expect(rest.next).toBeNull();
+    await expect(listAutoRuns(store.log, { limit: 101 })).rejects.toMatchObject({ data: { field: "limit" } });
   });
 });
 
