@@ -27,6 +27,7 @@ describe("README and CI", () => {
     const apt = ciRun.match(aptBlock)?.[0] ?? "";
     expect(apt).toContain("missing+=(bubblewrap)");
     expect(apt).toContain("missing+=(postgresql)");
+    expect(apt).toContain("missing+=(chromium)");
     expect(apt).toContain('apt-get install -y -qq "${missing[@]}"');
     const commands = ciRun
       .replace(aptBlock, "")

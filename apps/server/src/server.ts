@@ -8,6 +8,7 @@ import type { Static } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { authorize, checkTokens, type ServerToken } from "./auth.js";
 import { registerAutoModeRoutes, type ServerAutoMode } from "./auto-routes.js";
+import { CONSOLE_ROUTES, registerConsole } from "./console.js";
 import { answerOf, ServerError } from "./errors.js";
 import { openApiDocument } from "./openapi.js";
 import { SERVER_ROUTES } from "./routes.js";
@@ -18,6 +19,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** The scope a token needs for the route (SERVER_ROUTES), checked on every request. */
     aspScope?: ServerScope;
+    /** A console file: served without a token (it holds no secret). */
+    aspPublic?: boolean;
   }
   interface FastifyRequest {
     /** The id of the token the request was authorized with (set by the scope check). */
@@ -49,6 +52,11 @@ export interface ServerOptions {
    * with `Retry-After`.
    */
   readonly rateLimit?: { readonly max?: number; readonly windowMs?: number };
+  /**
+   * A built console to serve under `/console/` (the `dist` folder of `apps/console`), or none.
+   * Its files are read once at start and served without a token.
+   */
+  readonly consoleDir?: string;
   readonly stream?: {
     readonly pollMs?: number;
     readonly keepAliveMs?: number;
@@ -168,6 +176,7 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     for (const method of [route.method].flat()) registered.push(`${method} ${route.url}`);
     // The scope check runs after the rate limit's hook (added by its own onRoute, before this
     // one), so requests with a bad token or none are counted too.
+    if (route.config?.aspPublic === true) return;
     const scope = route.config?.aspScope;
     if (scope === undefined) throw new Error(`route ${route.url} names no scope`);
     route.onRequest = [route.onRequest ?? []].flat().concat(scoped(scope));
@@ -293,8 +302,13 @@ export async function createServer(options: ServerOptions): Promise<FastifyInsta
     },
   );
 
+  if (options.consoleDir !== undefined) registerConsole(app, options.consoleDir);
+
   // The table is the contract: a route registered but not listed (or listed but not registered) is a bug.
-  const listed = SERVER_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
+  const listed = [
+    ...SERVER_ROUTES.map((r) => `${r.method} ${r.path}`),
+    ...(options.consoleDir === undefined ? [] : CONSOLE_ROUTES),
+  ].sort();
   if (JSON.stringify([...registered].sort()) !== JSON.stringify(listed)) {
     throw new Error(`registered routes ${registered.join(", ")} are not SERVER_ROUTES`);
   }

@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ServerScope, Verifier, VerifyResponse } from "@asp/contracts";
+import type { ServerScope } from "@asp/contracts";
 import { git } from "@asp/test-utils";
 import { type ComposedHost, composeHost } from "@asp/ths";
 import type { FastifyInstance } from "fastify";
@@ -75,28 +74,4 @@ export async function exampleHost(): Promise<{
   };
 }
 
-const REVIEWER = fileURLToPath(new URL("./fixtures/pass-reviewer.mjs", import.meta.url));
-
-/** A Reviewer port over a real subprocess (fixtures/pass-reviewer.mjs) that passes what it is shown. */
-export function passingReviewer() {
-  const verifier: Verifier = {
-    verify: (request) =>
-      new Promise<VerifyResponse>((resolve, reject) => {
-        const child = spawn(process.execPath, [REVIEWER], { stdio: ["pipe", "pipe", "ignore"] });
-        let out = "";
-        child.stdout.on("data", (c: Buffer) => {
-          out += c.toString("utf8");
-        });
-        child.on("error", reject);
-        child.on("close", () => {
-          try {
-            resolve(JSON.parse(out) as VerifyResponse);
-          } catch (error) {
-            reject(error);
-          }
-        });
-        child.stdin.end(`${JSON.stringify({ subject: request.kind === "review" ? request.subject : null })}\n`);
-      }),
-  };
-  return { identity: { actor_id: "reviewer", session_id: "rs-1", fingerprint: "model-b;cfg-1" }, verifier };
-}
+export { passingReviewer } from "@asp/test-utils";

@@ -1,4 +1,7 @@
+import { existsSync } from "node:fs";
 import { isIP } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createServer } from "@asp/server";
 import { type ComposedHost, candidatePolicyPaths } from "@asp/ths";
 import type { CliContext } from "../context.js";
@@ -8,6 +11,9 @@ import { onInterrupt } from "../interrupt.js";
 import { inert } from "../terminal.js";
 import { hostFromConfig, readHostConfig } from "./host.js";
 import { openForWriting, parseWait } from "./store.js";
+
+/** The web console's build (apps/console/dist), beside this package in the repository. */
+const CONSOLE_DIR = fileURLToPath(new URL("../../../console/dist", import.meta.url));
 
 /** Where `asp serve --http` listens: a loopback address and port, or a unix socket path. */
 type Listen = { readonly host: string; readonly port: number } | { readonly path: string };
@@ -90,6 +96,8 @@ export async function serveHttp(ctx: CliContext, flags: { http: string; config?:
       repositories: settings.repositories,
       tokens: settings.tokens,
       candidatePolicyPath: candidatePolicyPaths(config),
+      // The console, when it was built beside this CLI (pnpm build in the repository).
+      ...(existsSync(join(CONSOLE_DIR, "index.html")) ? { consoleDir: CONSOLE_DIR } : {}),
       // Frames resolve under the trusted configuration's "autoMode" and the OPENAI4S_* environment.
       autoMode: {
         ...(config.autoMode === null ? {} : { deployment: config.autoMode }),
@@ -113,6 +121,9 @@ export async function serveHttp(ctx: CliContext, flags: { http: string; config?:
     ctx.io.stderr(
       `asp serve: listening on ${inert(where)} (${names.length} repositor${names.length === 1 ? "y" : "ies"}: ${names.map(inert).join(", ")}; ${settings.tokens.length} token${settings.tokens.length === 1 ? "" : "s"}); SIGINT or SIGTERM stops it\n`,
     );
+    if (existsSync(join(CONSOLE_DIR, "index.html")) && !where.startsWith("unix:")) {
+      ctx.io.stderr(`asp serve: console at ${inert(where)}/console/\n`);
+    }
     await stopped;
     ctx.io.stderr("asp serve: stopping\n");
     await server.close();

@@ -1,0 +1,3 @@
+import { defineAspProject } from "../../vitest.shared.js";
+
+export default defineAspProject(import.meta.url);
