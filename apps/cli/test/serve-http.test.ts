@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AutoRunProjection } from "@asp/auto-mode";
 import { digestBytes } from "@asp/evidence";
@@ -193,6 +194,50 @@ describe("asp serve --http (issue 28)", () => {
     served.child.kill("SIGTERM");
     expect(await exited(served.child)).toBe(0);
   }, 240_000);
+
+  it("examples/asp.host.json serves as the README says: demo to the example token, a decision, and the console", async () => {
+    // The example configuration with its own store (the example's is left alone) and paths made absolute.
+    const examples = join(REPO_ROOT, "examples");
+    const example = JSON.parse(readFileSync(join(examples, "asp.host.json"), "utf8")) as {
+      plugins: string[];
+      server: { repositories: Record<string, string> };
+    } & Record<string, unknown>;
+    const root = mkdtempSync(join(tmpdir(), "asp-serve-example-"));
+    roots.push(root);
+    const config = join(root, "asp.host.json");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        ...example,
+        store: join(root, "store"),
+        policy: join(examples, "asp.policy.json"),
+        trustRoots: [join(examples, "keys", "example.key.pub")],
+        plugins: example.plugins.map((p) => join(examples, p)),
+        server: { ...example.server, repositories: { demo: join(examples, "demo-repo") } },
+      }),
+    );
+    const { child, url, stderr } = await serve(config, "127.0.0.1:0");
+    const token = { authorization: "Bearer asp-example-token" };
+    expect(await (await fetch(`${url}/api/v1/repositories`, { headers: token })).json()).toEqual({
+      repositories: ["demo"],
+    });
+    const gate = await fetch(`${url}/api/v1/repositories/demo/evaluate`, {
+      method: "POST",
+      headers: { ...token, "content-type": "application/json" },
+      body: JSON.stringify({ callSite: "gate" }),
+    });
+    expect(gate.status).toBe(200);
+    expect(((await gate.json()) as { decision: string }).decision).toBe("allow");
+    // The console, built by pnpm build beside the CLI.
+    while (!stderr().includes("console at")) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(stderr()).toContain(`console at ${url}/console/`);
+    const page = await fetch(`${url}/console/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(await page.text()).toContain('<div id="root"></div>');
+    child.kill("SIGTERM");
+    expect(await exited(child)).toBe(0);
+  }, 180_000);
 
   it.each<[string, string[], unknown, RegExp]>([
     ["neither --stdio nor --http", [], undefined, /exactly one of --stdio or --http/],

@@ -12,6 +12,7 @@ import gateTscSuite from "../src/suites/gate-tsc.js";
 import secretsSuite from "../src/suites/secrets.js";
 import storePgSuite from "../src/suites/store-pg.js";
 import sweepQueueSuite, { PG_URL_ENV } from "../src/suites/sweep-queue.js";
+import warmGateSuite from "../src/suites/warm-gate.js";
 
 // Each suite on its tiny "smoke" size: every step still runs (the whole-process gate, the host's
 // decide path, the environment snapshot, and each baseline), so a suite cannot rot unnoticed.
@@ -54,6 +55,17 @@ describe("bench suites, smoke size", () => {
     expect(rows[1]?.name).toMatch(/^asp sweep/);
     expect(rows[1]?.target).toBe(1.2);
     for (const r of rows) expect(r.baselineName).toContain("tsc --noEmit");
+  }, 300_000);
+
+  it("warm-gate: a gate through a running asp serve --http next to tsc cold and tsc --incremental, and 8 gates together next to one", async () => {
+    const rows = await smoke(warmGateSuite);
+    expect(rows).toHaveLength(3);
+    for (const r of rows) expectFigure(r);
+    expect(rows[0]?.headline).toBe(true);
+    expect(rows.map((r) => r.target)).toEqual([0.05, 1, 2]);
+    expect(rows[0]?.baselineName).toContain("tsc --noEmit -p");
+    expect(rows[1]?.baselineName).toContain("tsc --incremental");
+    expect(rows[2]?.name).toMatch(/^8 warm gates/);
   }, 300_000);
 
   it("decide: one cell per provider count, each with the host's decision and memory", async () => {

@@ -1,9 +1,9 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exampleConfigCopy, runProcess } from "../example-host.js";
 import { commitAll } from "../git.js";
 import { compare } from "../measure.js";
 import { FEATURES, featureModule, generateProject, writeProject } from "../project.js";
@@ -18,45 +18,8 @@ import type { Suite } from "../suite.js";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 const BIN = join(ROOT, "apps", "cli", "dist", "bin.js");
-const EXAMPLES = join(ROOT, "examples");
 const req = createRequire(import.meta.url);
 const TSC = join(dirname(req.resolve("typescript/package.json")), "bin", "tsc");
-
-/** The example host configuration with its store moved to `dir` (paths made absolute). */
-function exampleHostConfig(dir: string): string {
-  const example = JSON.parse(readFileSync(join(EXAMPLES, "asp.host.json"), "utf8")) as {
-    policy: string;
-    trustRoots: string[];
-    plugins: string[];
-  } & Record<string, unknown>;
-  const path = join(dir, "asp.host.json");
-  writeFileSync(
-    path,
-    JSON.stringify({
-      ...example,
-      store: join(dir, "store"),
-      policy: resolve(EXAMPLES, example.policy),
-      trustRoots: example.trustRoots.map((p) => resolve(EXAMPLES, p)),
-      plugins: example.plugins.map((p) => resolve(EXAMPLES, p)),
-    }),
-  );
-  return path;
-}
-
-/** Run a whole process; resolve with its exit code and stdout (a nonzero exit is an answer here). */
-function run(file: string, args: readonly string[]): Promise<{ code: number; stdout: string }> {
-  return new Promise((done) => {
-    execFile(
-      file,
-      args,
-      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
-        done({ code, stdout });
-      },
-    );
-  });
-}
 
 const suite: Suite = {
   name: "gate-tsc",
@@ -71,7 +34,7 @@ const suite: Suite = {
       const files = generateProject(features);
       writeProject(repo, files);
       commitAll(repo);
-      const config = exampleHostConfig(dir);
+      const config = exampleConfigCopy(dir);
       let edit = 0;
       const change = () => writeFileSync(join(repo, edited), featureModule(index, ++edit));
       const gateArgs = [BIN, "gate", "--config", config, "--repo", repo, "--base", "HEAD"];
@@ -80,9 +43,9 @@ const suite: Suite = {
       // Both sides must give the answer a user wants on a type-correct change, else the figure
       // compares a failure with a success.
       change();
-      const tsc = await run(process.execPath, tscArgs);
+      const tsc = await runProcess(process.execPath, tscArgs);
       if (tsc.code !== 0) throw new Error(`tsc --noEmit failed on the generated project: ${tsc.stdout.slice(0, 2000)}`);
-      const first = await run(process.execPath, [...gateArgs, "--json"]);
+      const first = await runProcess(process.execPath, [...gateArgs, "--json"]);
       const verdict = JSON.parse(first.stdout) as {
         decision: string;
         assurance: { mode: string };
@@ -105,8 +68,8 @@ const suite: Suite = {
         await compare({
           name: `asp gate, example host, ${files.size - 2} files, one-file change (whole process)`,
           baselineName: "tsc --noEmit -p (whole process)",
-          baseline: async () => expectExit("tsc --noEmit", await run(process.execPath, tscArgs)),
-          subject: async () => expectExit("asp gate", await run(process.execPath, gateArgs)),
+          baseline: async () => expectExit("tsc --noEmit", await runProcess(process.execPath, tscArgs)),
+          subject: async () => expectExit("asp gate", await runProcess(process.execPath, gateArgs)),
           before: change,
           rounds,
           warmup: ctx.size === "smoke" ? 0 : 1,
@@ -125,8 +88,8 @@ const suite: Suite = {
         await compare({
           name: `asp sweep, example host, ${files.size - 2} files, new store (whole process)`,
           baselineName: "tsc --noEmit -p (whole process)",
-          baseline: async () => expectExit("tsc --noEmit", await run(process.execPath, tscArgs)),
-          subject: async () => expectExit("asp sweep", await run(process.execPath, sweepArgs)),
+          baseline: async () => expectExit("tsc --noEmit", await runProcess(process.execPath, tscArgs)),
+          subject: async () => expectExit("asp sweep", await runProcess(process.execPath, sweepArgs)),
           before: () => rmSync(store, { recursive: true, force: true }),
           rounds: ctx.size === "smoke" ? 1 : 5,
           warmup: ctx.size === "smoke" ? 0 : 1,
