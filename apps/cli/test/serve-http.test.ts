@@ -229,7 +229,9 @@ describe("asp serve --http (issue 28)", () => {
     expect(gate.status).toBe(200);
     expect(((await gate.json()) as { decision: string }).decision).toBe("allow");
     // The console, built by pnpm build beside the CLI.
-    while (!stderr().includes("console at")) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 250 && !stderr().includes("console at"); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     expect(stderr()).toContain(`console at ${url}/console/`);
     const page = await fetch(`${url}/console/`);
     expect(page.status).toBe(200);

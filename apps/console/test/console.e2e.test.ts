@@ -81,10 +81,15 @@ beforeAll(async () => {
   // Serve what the source builds now.
   const require = createRequire(import.meta.url);
   const vite = join(require.resolve("vite/package.json"), "..", "bin", "vite.js");
-  execFileSync(process.execPath, [vite, "build", "--logLevel", "error"], { cwd: CONSOLE, stdio: "inherit" });
+  root = mkdtempSync(join(tmpdir(), "asp-console-"));
+  // Into a folder of its own: dist/ (what asp serve serves) is never emptied under another test.
+  const built = join(root, "console");
+  execFileSync(process.execPath, [vite, "build", "--logLevel", "error", "--outDir", built], {
+    cwd: CONSOLE,
+    stdio: "inherit",
+  });
   mkdirSync(ARTIFACTS, { recursive: true });
 
-  root = mkdtempSync(join(tmpdir(), "asp-console-"));
   repo = join(root, "demo-repo");
   cpSync(join(ROOT, "examples", "demo-repo"), repo, { recursive: true });
   git(repo, "init", "-q", "-b", "main");
@@ -101,7 +106,7 @@ beforeAll(async () => {
     host,
     repositories: { demo: repo },
     tokens: [{ id: "viewer", digest: tokenDigest(READER), scopes: ["read", "evaluate"] }],
-    consoleDir: join(CONSOLE, "dist"),
+    consoleDir: join(root, "console"),
     stream: { pollMs: 50 },
   });
   await server.listen({ host: "127.0.0.1", port: 0 });
