@@ -3,7 +3,7 @@ import {
   AUTO_FACT_KINDS,
   AUTO_STEP_KIND,
   checkEvent,
-  type PermissionResolvedEvent,
+  permissionResolvedEvent,
   RUN_ID_INDEX,
   type StepRecord,
 } from "@asp/auto-mode";
@@ -53,16 +53,13 @@ export async function streamEventOf(
       const event = completed?.record as { type?: string; audit_id?: string; committed_at?: string } | undefined;
       if (completed?.kind !== AUTO_FACT_KINDS.event || event?.type !== "auto_audit_completed") return null;
       if (event.audit_id !== g.audit_id || typeof event.committed_at !== "string") return null;
-      const resolved: PermissionResolvedEvent = {
-        event_id: `permission_resolved:${g.audit_id}`,
-        type: "permission_resolved",
+      const resolved = permissionResolvedEvent({
         run: step.run,
         committed_at: event.committed_at,
         audit_id: g.audit_id,
-        resolution_actor: "guardian",
         decision: g.decision,
         action_digest: step.action.action_digest,
-      };
+      });
       return { seq: entry.seq, at, type: "permission_resolved", data: resolved };
     }
     case FACT_KINDS.receipt:

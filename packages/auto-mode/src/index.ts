@@ -116,6 +116,7 @@ export {
   GUARDIAN_REFUSAL_CODES,
   type GuardianDecisionView,
   type PermissionResolvedEvent,
+  permissionResolvedEvent,
 } from "./modules/guardian.js";
 export {
   CHECKPOINT_REF,

@@ -235,17 +235,37 @@ export async function reviewAsk(
 }
 
 /** Tell the host a Guardian resolved an ask (Stage 7), only after the step and its audit committed. */
-export function permissionResolved(ctx: RunContext, review: GuardianReview, actionDigest: string): void {
-  const event: PermissionResolvedEvent = {
-    event_id: `permission_resolved:${review.guardian.audit_id}`,
+/**
+ * The `permission_resolved` event of a Guardian's resolution: what the runner sends after the
+ * step and its audit committed, and what a stream rebuilds from those committed records.
+ */
+export function permissionResolvedEvent(r: {
+  readonly run: PermissionResolvedEvent["run"];
+  readonly committed_at: string;
+  readonly audit_id: string;
+  readonly decision: PermissionResolvedEvent["decision"];
+  readonly action_digest: string;
+}): PermissionResolvedEvent {
+  return {
+    event_id: `permission_resolved:${r.audit_id}`,
     type: "permission_resolved",
+    run: r.run,
+    committed_at: r.committed_at,
+    audit_id: r.audit_id,
+    resolution_actor: "guardian",
+    decision: r.decision,
+    action_digest: r.action_digest,
+  };
+}
+
+export function permissionResolved(ctx: RunContext, review: GuardianReview, actionDigest: string): void {
+  const event = permissionResolvedEvent({
     run: ctx.run,
     committed_at: String(review.audit.completed.committed_at),
     audit_id: review.guardian.audit_id,
-    resolution_actor: "guardian",
     decision: review.guardian.decision,
     action_digest: actionDigest,
-  };
+  });
   try {
     ctx.options.onEvent?.(event);
   } catch {
